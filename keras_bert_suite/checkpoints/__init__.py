@@ -1,0 +1,9 @@
+"""Checkpoint import/export: foreign formats -> (config, {canonical weight name: array}).
+
+Never imports `keras_bert_suite.models`; models ask this package for a `Checkpoint` and build
+themselves from it.
+"""
+
+from keras_bert_suite.checkpoints.checkpoint import Checkpoint
+from keras_bert_suite.checkpoints.detect import load_checkpoint
+from keras_bert_suite.checkpoints.packaged import packaged_checkpoint_dir

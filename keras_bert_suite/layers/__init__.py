@@ -1,0 +1,3 @@
+from keras_bert_suite.layers.attention import BertSelfAttention
+from keras_bert_suite.layers.embeddings import BertEmbeddings
+from keras_bert_suite.layers.transformer_block import TransformerBlock

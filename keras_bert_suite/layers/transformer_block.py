@@ -1,0 +1,79 @@
+"""One post-LayerNorm transformer encoder block, as BERT uses it."""
+
+import keras
+from keras import ops
+
+from keras_bert_suite.layers.attention import BertSelfAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class TransformerBlock(keras.layers.Layer):
+    """x = LN(x + Attention(x)); x = LN(x + FFN(x)) with FFN = Dense(GELU(Dense(x))).
+
+    GELU is the exact erf form that the released BERT checkpoints were trained with.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        policy = self.dtype_policy
+        self.attention = BertSelfAttention(
+            num_heads, hidden_dim, dropout=dropout, initializer_range=initializer_range,
+            dtype=policy, name="attention")
+        self.attention_dropout = keras.layers.Dropout(dropout, dtype=policy)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
+        self.intermediate_dense = keras.layers.Dense(
+            intermediate_dim, kernel_initializer=initializer, dtype=policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(
+            hidden_dim, kernel_initializer=initializer, dtype=policy, name="output")
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy)
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="output_layer_norm")
+
+    def build(self, x_shape, attention_mask_shape=None):
+        x_shape = tuple(x_shape)
+        self.attention.build(x_shape)
+        self.attention_layer_norm.build(x_shape)
+        self.intermediate_dense.build(x_shape)
+        self.output_dense.build(x_shape[:-1] + (self.intermediate_dim,))
+        self.output_layer_norm.build(x_shape)
+        self.built = True
+
+    def call(self, x, attention_mask=None, training=None):
+        attended = self.attention(x, attention_mask, training=training)
+        x = self.attention_layer_norm(x + self.attention_dropout(attended, training=training))
+        hidden = ops.gelu(self.intermediate_dense(x), approximate=False)  # [B, T, I]
+        hidden = self.output_dense(hidden)
+        return self.output_layer_norm(x + self.output_dropout(hidden, training=training))
+
+    def compute_output_shape(self, x_shape, attention_mask_shape=None):
+        return tuple(x_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_heads=self.num_heads,
+            hidden_dim=self.hidden_dim,
+            intermediate_dim=self.intermediate_dim,
+            dropout=self.dropout,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            initializer_range=self.initializer_range,
+        )
+        return config

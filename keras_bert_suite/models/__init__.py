@@ -1,0 +1,2 @@
+from keras_bert_suite.models.encoder import BertEncoder
+from keras_bert_suite.models.presets import list_presets
