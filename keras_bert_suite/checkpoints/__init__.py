@@ -1,9 +1,15 @@
 """Checkpoint import/export: foreign formats -> (config, {canonical weight name: array}).
 
 Never imports `keras_bert_suite.models`; models ask this package for a `Checkpoint` and build
-themselves from it.
+themselves from it. One reader per format (preset_dir, huggingface, google_bert, keras_hub);
+`load_checkpoint` detects which one a directory needs.
 """
 
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.detect import load_checkpoint
+from keras_bert_suite.checkpoints.errors import (
+    CheckpointMismatchError,
+    UnknownCheckpointFormatError,
+    UnsupportedCheckpointError,
+)
 from keras_bert_suite.checkpoints.packaged import packaged_checkpoint_dir

@@ -18,9 +18,8 @@ Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in].
 
 import numpy as np
 
-
-class CheckpointMismatchError(ValueError):
-    """A checkpoint's weights do not fit the model built from its config."""
+# One error class for "weights do not fit", whether a reader or the model notices it.
+from keras_bert_suite.checkpoints.errors import CheckpointMismatchError  # noqa: F401
 
 
 def _dense(prefix, layer):

@@ -1,0 +1,131 @@
+"""Original Google BERT checkpoints (google-research/bert): bert_config.json,
+bert_model.ckpt.{index,data-*} and vocab.txt.
+
+Variables keep the names modeling.py gave them: `bert/embeddings/word_embeddings`,
+`bert/encoder/layer_{i}/attention/self/query/kernel` ([in, out] already), `bert/pooler/dense/*`,
+and for pretraining checkpoints `cls/predictions/*` and `cls/seq_relationship/*`.
+Optimizer slots (`*/adam_m`, `*/adam_v`) and `global_step` are ignored.
+"""
+
+import glob
+import json
+import os
+
+from keras_bert_suite.checkpoints import bert_layout
+from keras_bert_suite.checkpoints.bert_config import encoder_config
+from keras_bert_suite.checkpoints.checkpoint import Checkpoint
+from keras_bert_suite.checkpoints.errors import CheckpointMismatchError
+from keras_bert_suite.checkpoints.tensors import TensorSource
+
+NAME = "original Google BERT checkpoint"
+CONFIG_FILE = "bert_config.json"
+CHECKPOINT_PREFIX = "bert_model.ckpt"
+FILES_NEEDED = f"{CONFIG_FILE} + {CHECKPOINT_PREFIX}.index + {CHECKPOINT_PREFIX}.data-*"
+
+
+def matches(directory, config_json):
+    return os.path.exists(os.path.join(directory, CONFIG_FILE))
+
+
+def load(directory, load_weights=True, checkpoint_prefix=None):
+    """`checkpoint_prefix` picks one checkpoint (e.g. `.../model.ckpt-100000`) in `directory`."""
+    config_path = os.path.join(directory, CONFIG_FILE)
+    with open(config_path) as f:
+        config = encoder_config(json.load(f), config_path)
+    weights = None
+    if load_weights:
+        prefix = checkpoint_prefix or _find_checkpoint_prefix(directory)
+        weights = _read_weights(prefix, config, config_path)
+    vocabulary_path = os.path.join(directory, "vocab.txt")
+    has_vocabulary = os.path.exists(vocabulary_path)
+    return Checkpoint(
+        config=config,
+        weights=weights,
+        vocabulary_path=vocabulary_path if has_vocabulary else None,
+        lowercase=_lowercase(directory, vocabulary_path if has_vocabulary else None),
+        format="google_bert",
+    )
+
+
+def _read_weights(prefix, config, config_path):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(prefix)
+    source = TensorSource(
+        reader.get_variable_to_shape_map(), reader.get_tensor,
+        where=f"checkpoint {prefix}", config_file=config_path)
+    weights = bert_layout.encoder_weights(config, _Adapter(source, "bert/"))
+    weights.update(_head_weights(config, source))
+    return weights
+
+
+def _head_weights(config, source):
+    adapter, weights = _Adapter(source, ""), {}
+    hidden = config["hidden_dim"]
+    if "cls/predictions/transform/dense/kernel" in source:
+        weights.update(
+            bert_layout.mlm_transform_weights(config, adapter, "cls.predictions.transform"))
+        weights["mlm/output_bias"] = source.get(
+            "cls/predictions/output_bias", (config["vocabulary_size"],))
+    if "cls/seq_relationship/output_weights" in source:
+        # modeling.py multiplies with transpose_b=True: the variable is [2, H], ours is [H, 2].
+        weights["nsp/kernel"] = source.get("cls/seq_relationship/output_weights", (2, hidden)).T
+        weights["nsp/bias"] = source.get("cls/seq_relationship/output_bias", (2,))
+    return weights
+
+
+class _Adapter:
+    """Google spelling of the shared BERT module tree (see bert_layout.py)."""
+
+    def __init__(self, source, prefix):
+        self.source, self.prefix = source, prefix
+
+    def _name(self, path):
+        # "encoder.layer.3.attention.self.query" -> "bert/encoder/layer_3/attention/self/query"
+        return self.prefix + path.replace("encoder.layer.", "encoder/layer_").replace(".", "/")
+
+    def embedding(self, path, shape):
+        return self.source.get(self._name(path), shape)
+
+    def layer_norm(self, path, dim):
+        name = self._name(path)
+        return self.source.get(f"{name}/gamma", (dim,)), self.source.get(f"{name}/beta", (dim,))
+
+    def dense(self, path, in_dim, out_dim):
+        name = self._name(path)
+        return (self.source.get(f"{name}/kernel", (in_dim, out_dim)),
+                self.source.get(f"{name}/bias", (out_dim,)))
+
+
+def _find_checkpoint_prefix(directory):
+    """bert_model.ckpt as released; else the `checkpoint` file's latest; else the only one."""
+    import tensorflow as tf
+
+    released = os.path.join(directory, CHECKPOINT_PREFIX)
+    if os.path.exists(released + ".index"):
+        return released
+    latest = tf.train.latest_checkpoint(directory)
+    if latest:
+        return latest
+    indexes = sorted(glob.glob(os.path.join(directory, "*.index")))
+    if len(indexes) == 1:
+        return indexes[0][: -len(".index")]
+    found = f"several: {[os.path.basename(p) for p in indexes]}" if indexes else "none"
+    raise CheckpointMismatchError(
+        f"{directory} has {CONFIG_FILE} but no single TensorFlow checkpoint to read "
+        f"(expected {CHECKPOINT_PREFIX}.index + .data-*; found {found}). Pass the checkpoint "
+        f"prefix itself, e.g. {os.path.join(directory, 'model.ckpt-1000')}.")
+
+
+def _lowercase(directory, vocabulary_path):
+    """Google's release names say it ("uncased_L-12_H-768_A-12"); else look at the vocab."""
+    name = os.path.basename(os.path.normpath(os.path.abspath(directory))).lower()
+    if "uncased" in name:
+        return True
+    if "cased" in name:
+        return False
+    if vocabulary_path is None:
+        return True
+    with open(vocabulary_path, encoding="utf-8") as f:
+        # A cased vocabulary has capitalised words; special tokens like [CLS] do not count.
+        return not any(token[:1] != "[" and token != token.lower() for token in f.read().split())

@@ -1,0 +1,166 @@
+"""Hugging Face BERT directories: config.json (model_type "bert") + model.safetensors
+(or a sharded model.safetensors.index.json, or pytorch_model.bin), vocab.txt,
+tokenizer_config.json.
+
+Weights may sit under `bert.` (BertForPreTraining, BertForMaskedLM, ...) or at the top level
+(BertModel); LayerNorms are `weight`/`bias` or, in old conversions, `gamma`/`beta`.
+`cls.predictions.*` and `cls.seq_relationship.*` become our `mlm/...` and `nsp/...` weights.
+"""
+
+import json
+import os
+
+from keras_bert_suite.checkpoints import bert_layout
+from keras_bert_suite.checkpoints.bert_config import encoder_config
+from keras_bert_suite.checkpoints.checkpoint import Checkpoint
+from keras_bert_suite.checkpoints.errors import CheckpointMismatchError, UnsupportedCheckpointError
+from keras_bert_suite.checkpoints.tensors import TensorSource
+
+NAME = "Hugging Face BERT directory"
+CONFIG_FILE = "config.json"
+# In order of preference; safetensors needs no pickle and reads lazily.
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+FILES_NEEDED = f"{CONFIG_FILE} with \"model_type\": \"bert\" + one of {', '.join(WEIGHT_FILES)}"
+
+
+def matches(directory, config_json):
+    # Configs written before transformers had `model_type` still carry the BertConfig keys.
+    return config_json is not None and (
+        "model_type" in config_json or "num_hidden_layers" in config_json)
+
+
+def load(directory, load_weights=True):
+    config_path = os.path.join(directory, CONFIG_FILE)
+    with open(config_path) as f:
+        hf_config = json.load(f)
+    model_type = hf_config.get("model_type", "bert")
+    if model_type != "bert":
+        raise UnsupportedCheckpointError(
+            f"{config_path}: model_type '{model_type}' is not supported; "
+            f"only 'bert' checkpoints can be loaded into BertEncoder.")
+    config = encoder_config(hf_config, config_path)
+    weights = _read_weights(directory, config, config_path) if load_weights else None
+    vocabulary_path = os.path.join(directory, "vocab.txt")
+    return Checkpoint(
+        config=config,
+        weights=weights,
+        vocabulary_path=vocabulary_path if os.path.exists(vocabulary_path) else None,
+        lowercase=_lowercase(directory),
+        format="huggingface",
+    )
+
+
+def _read_weights(directory, config, config_path):
+    source = _open_weights(directory, config_path)
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in source else ""
+    weights = bert_layout.encoder_weights(config, _Adapter(source, prefix))
+    weights.update(_head_weights(config, source))
+    return weights
+
+
+def _head_weights(config, source):
+    """MLM / NSP heads; the `cls.` modules are never under the `bert.` prefix."""
+    adapter, weights = _Adapter(source, ""), {}
+    if "cls.predictions.transform.dense.weight" in source:
+        weights.update(
+            bert_layout.mlm_transform_weights(config, adapter, "cls.predictions.transform"))
+        # Newer files store the bias once as cls.predictions.bias; some only as decoder.bias.
+        bias_name = ("cls.predictions.bias" if "cls.predictions.bias" in source
+                     else "cls.predictions.decoder.bias")
+        weights["mlm/output_bias"] = source.get(bias_name, (config["vocabulary_size"],))
+    if "cls.seq_relationship.weight" in source:
+        weights["nsp/kernel"], weights["nsp/bias"] = adapter.dense(
+            "cls.seq_relationship", config["hidden_dim"], 2)
+    return weights
+
+
+class _Adapter:
+    """Hugging Face spelling of the shared BERT module tree (see bert_layout.py)."""
+
+    def __init__(self, source, prefix):
+        self.source, self.prefix = source, prefix
+
+    def embedding(self, path, shape):
+        return self.source.get(f"{self.prefix}{path}.weight", shape)
+
+    def layer_norm(self, path, dim):
+        name = f"{self.prefix}{path}"
+        gamma, beta = ("gamma", "beta") if f"{name}.gamma" in self.source else ("weight", "bias")
+        return self.source.get(f"{name}.{gamma}", (dim,)), self.source.get(f"{name}.{beta}", (dim,))
+
+    def dense(self, path, in_dim, out_dim):
+        name = f"{self.prefix}{path}"
+        # torch.nn.Linear stores [out, in]; our kernels are [in, out].
+        kernel = self.source.get(f"{name}.weight", (out_dim, in_dim)).T
+        return kernel, self.source.get(f"{name}.bias", (out_dim,))
+
+
+def _open_weights(directory, config_path):
+    for file_name in WEIGHT_FILES:
+        path = os.path.join(directory, file_name)
+        if not os.path.exists(path):
+            continue
+        if file_name == "model.safetensors":
+            names, read = _open_safetensors(path)
+        elif file_name.endswith(".index.json"):
+            names, read = _open_sharded_safetensors(directory, path)
+        else:
+            names, read = _open_torch_pickle(path)
+        return TensorSource(names, read, where=path, config_file=config_path)
+    raise CheckpointMismatchError(
+        f"{directory} has {CONFIG_FILE} but no weights: expected one of {', '.join(WEIGHT_FILES)}.")
+
+
+def _open_safetensors(path):
+    from safetensors import safe_open
+
+    handle = safe_open(path, framework="numpy")  # reads a tensor only when asked for it
+    return list(handle.keys()), handle.get_tensor
+
+
+def _open_sharded_safetensors(directory, index_path):
+    from safetensors import safe_open
+
+    with open(index_path) as f:
+        file_of = json.load(f)["weight_map"]  # {tensor name: shard file}
+    handles = {}
+
+    def read(name):
+        shard = file_of[name]
+        if shard not in handles:
+            handles[shard] = safe_open(os.path.join(directory, shard), framework="numpy")
+        return handles[shard].get_tensor(name)
+
+    return list(file_of), read
+
+
+def _open_torch_pickle(path):
+    try:
+        import torch
+    except ImportError as error:
+        raise ImportError(f"Reading {path} needs PyTorch: pip install torch") from error
+    # weights_only=True: a checkpoint must not be able to run code when it is opened.
+    state = torch.load(path, map_location="cpu", weights_only=True)
+
+    def read(name):
+        tensor = state[name].detach()
+        return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
+
+    return list(state), read
+
+
+def _lowercase(directory):
+    """tokenizer_config.json's do_lower_case, else tokenizer.json's normalizer; default uncased."""
+    tokenizer_config = os.path.join(directory, "tokenizer_config.json")
+    if os.path.exists(tokenizer_config):
+        with open(tokenizer_config) as f:
+            value = json.load(f).get("do_lower_case")
+        if value is not None:
+            return bool(value)
+    tokenizer_json = os.path.join(directory, "tokenizer.json")
+    if os.path.exists(tokenizer_json):
+        with open(tokenizer_json) as f:
+            normalizer = json.load(f).get("normalizer") or {}
+        if "lowercase" in normalizer:
+            return bool(normalizer["lowercase"])
+    return True

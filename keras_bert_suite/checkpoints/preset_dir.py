@@ -1,0 +1,153 @@
+"""Our own preset directory: what `BertEncoder.save_preset` writes and `from_preset` reads.
+
+    config.json         {"format": "keras_bert_suite", "format_version": 1,
+                         "class_name": "BertEncoder", "config": {architecture arguments}}
+    model.weights.npz   {canonical weight name: array} (models/weight_names.py names; also
+                        `mlm/...`, `nsp/...` when a pretrainer saved its heads)
+    vocab.txt           one WordPiece token per line (optional)
+    tokenizer.json      {"lowercase": true|false}
+
+A save writes a temporary sibling directory and renames it into place, so a reader never sees
+a half-written preset and an interrupted save leaves the old one intact.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
+from keras_bert_suite.checkpoints.checkpoint import Checkpoint
+from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
+
+NAME = "keras_bert_suite preset directory"
+FORMAT_MARKER = "keras_bert_suite"
+FORMAT_VERSION = 1
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.weights.npz"
+VOCABULARY_FILE = "vocab.txt"
+TOKENIZER_FILE = "tokenizer.json"
+FILES_NEEDED = f"{CONFIG_FILE} with \"format\": \"{FORMAT_MARKER}\" + {WEIGHTS_FILE}"
+
+
+def matches(directory, config_json):
+    return config_json is not None and config_json.get("format") == FORMAT_MARKER
+
+
+def save(directory, config, weight_map, vocabulary=None, lowercase=True):
+    """Writes a preset directory.
+
+    config: the encoder's config (only the architecture arguments are kept: name, dtype and
+        return_hidden_states are choices of whoever loads it).
+    weight_map: {canonical name: keras.Variable or array}.
+    vocabulary: None, a vocab.txt path, a list of tokens, or an object with `get_vocabulary()`.
+    """
+    directory = os.path.abspath(os.fspath(directory))
+    _check_replaceable(directory)
+    parent = os.path.dirname(directory)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.", dir=parent)
+    try:
+        _write_json(os.path.join(staging, CONFIG_FILE), {
+            "format": FORMAT_MARKER,
+            "format_version": FORMAT_VERSION,
+            "class_name": "BertEncoder",
+            "config": {key: config[key] for key in ENCODER_CONFIG_KEYS if key in config},
+        })
+        np.savez(os.path.join(staging, WEIGHTS_FILE),
+                 **{name: _to_numpy(value) for name, value in weight_map.items()})
+        if vocabulary is not None:
+            _write_vocabulary(os.path.join(staging, VOCABULARY_FILE), vocabulary)
+        _write_json(os.path.join(staging, TOKENIZER_FILE), {"lowercase": bool(lowercase)})
+        _move_into_place(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return directory
+
+
+def load(directory, load_weights=True):
+    config_path = os.path.join(directory, CONFIG_FILE)
+    with open(config_path) as f:
+        saved = json.load(f)
+    version = saved.get("format_version", 0)
+    if version > FORMAT_VERSION:
+        raise UnsupportedCheckpointError(
+            f"{config_path} has format_version {version}; this keras_bert_suite reads up to "
+            f"{FORMAT_VERSION}. Upgrade keras_bert_suite.")
+    weights = None
+    if load_weights:
+        with np.load(os.path.join(directory, WEIGHTS_FILE)) as archive:
+            weights = {name: archive[name] for name in archive.files}
+    vocabulary_path = os.path.join(directory, VOCABULARY_FILE)
+    return Checkpoint(
+        config=dict(saved["config"]),
+        weights=weights,
+        vocabulary_path=vocabulary_path if os.path.exists(vocabulary_path) else None,
+        lowercase=_read_lowercase(directory),
+        format="ours",
+    )
+
+
+def _check_replaceable(directory):
+    """Never replace a directory that is not one of our presets (or empty)."""
+    if not os.path.exists(directory):
+        return
+    if not os.path.isdir(directory):
+        raise FileExistsError(f"{directory} exists and is not a directory.")
+    if not os.listdir(directory):
+        return
+    config_path = os.path.join(directory, CONFIG_FILE)
+    try:
+        with open(config_path) as f:
+            is_ours = json.load(f).get("format") == FORMAT_MARKER
+    except (OSError, ValueError):
+        is_ours = False
+    if not is_ours:
+        raise FileExistsError(
+            f"{directory} exists and is not a keras_bert_suite preset; refusing to replace it.")
+
+
+def _move_into_place(staging, directory):
+    if not os.path.exists(directory):
+        os.rename(staging, directory)
+        return
+    # os.rename cannot replace a non-empty directory: swap the old one out, then delete it.
+    retired = staging + ".old"
+    os.rename(directory, retired)
+    os.rename(staging, directory)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def _to_numpy(value):
+    if isinstance(value, np.ndarray):
+        return value
+    import keras
+
+    return keras.ops.convert_to_numpy(value)
+
+
+def _write_vocabulary(path, vocabulary):
+    if isinstance(vocabulary, (str, os.PathLike)):
+        shutil.copyfile(vocabulary, path)
+        return
+    if hasattr(vocabulary, "get_vocabulary"):
+        vocabulary = vocabulary.get_vocabulary()
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(f"{token}\n" for token in vocabulary)
+
+
+def _write_json(path, value):
+    with open(path, "w") as f:
+        json.dump(value, f, indent=2)
+        f.write("\n")
+
+
+def _read_lowercase(directory):
+    path = os.path.join(directory, TOKENIZER_FILE)
+    if not os.path.exists(path):
+        return True
+    with open(path) as f:
+        return bool(json.load(f).get("lowercase", True))

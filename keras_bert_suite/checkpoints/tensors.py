@@ -1,0 +1,35 @@
+"""Named tensors of one checkpoint, fetched with a shape check that names the variable."""
+
+import numpy as np
+
+from keras_bert_suite.checkpoints.errors import CheckpointMismatchError
+
+
+class TensorSource:
+    """Reads tensors by the checkpoint's own variable names.
+
+    `names`: every variable name the checkpoint holds; `read(name)` returns one as an array.
+    `where` (the file) and `config_file` only make error messages point at the right files.
+    """
+
+    def __init__(self, names, read, where, config_file):
+        self.names = set(names)
+        self._read = read
+        self.where = where
+        self.config_file = config_file
+
+    def __contains__(self, name):
+        return name in self.names
+
+    def get(self, name, shape):
+        if name not in self.names:
+            raise CheckpointMismatchError(
+                f"{self.where} has no variable '{name}' (expected shape {tuple(shape)} from "
+                f"{self.config_file}). The weights do not match the config: fewer layers than "
+                f"the config says, or not a BERT checkpoint?")
+        value = np.asarray(self._read(name))
+        if tuple(value.shape) != tuple(shape):
+            raise CheckpointMismatchError(
+                f"{self.where}: variable '{name}' has shape {tuple(value.shape)} but "
+                f"{self.config_file} implies {tuple(shape)}.")
+        return value

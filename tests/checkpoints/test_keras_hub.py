@@ -1,0 +1,148 @@
+"""KerasHub: converters between BertBackbone's weights and ours (both directions, checked by
+running both models), and presets written by keras_hub's own save_to_preset."""
+
+import json
+import os
+
+import h5py
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_suite import BertEncoder
+from keras_bert_suite.checkpoints import UnsupportedCheckpointError, keras_hub, load_checkpoint
+from tests.minilm_reference import PARITY_TOLERANCE, reference
+
+keras_hub_package = pytest.importorskip("keras_hub")
+
+# KerasHub's TransformerEncoder uses the tanh-approximate GELU; ours (and BERT's) is exact.
+# With the same weights that alone moves MiniLM's outputs by ~4e-3 (measured).
+APPROXIMATE_GELU_GAP = 2e-2
+
+
+@pytest.fixture(scope="module")
+def minilm_encoder(minilm_dir):
+    return BertEncoder.from_preset(minilm_dir)
+
+
+@pytest.fixture(scope="module")
+def minilm_backbone(minilm_encoder):
+    """KerasHub's BertBackbone holding our MiniLM weights, converted by `to_keras_hub`."""
+    ours = {name: keras.ops.convert_to_numpy(v) for name, v in minilm_encoder.weight_map().items()}
+    return _backbone_like(minilm_encoder, keras_hub.to_keras_hub(ours, _config(minilm_encoder)))
+
+
+def _backbone_like(encoder, weights):
+    """A KerasHub BertBackbone with our encoder's architecture and `weights` (KerasHub names)."""
+    hard_wired = ("layer_norm_epsilon", "initializer_range")  # BertBackbone has no such args
+    config = {key: value for key, value in _config(encoder).items() if key not in hard_wired}
+    backbone = keras_hub_package.models.BertBackbone(**config)
+    assert sorted(w.path for w in backbone.weights) == sorted(weights)
+    for variable in backbone.weights:
+        variable.assign(weights[variable.path])
+    return backbone
+
+
+def _numpy(outputs):
+    return {name: keras.ops.convert_to_numpy(value) for name, value in outputs.items()}
+
+
+def _max_diff(a, b, padding_mask):
+    """Largest |a - b| over real tokens of sequence_output and over pooled_output."""
+    real = padding_mask[..., None].astype(bool)
+    sequence = np.abs(np.where(real, a["sequence_output"] - b["sequence_output"], 0.0)).max()
+    return max(float(sequence), float(np.abs(a["pooled_output"] - b["pooled_output"]).max()))
+
+
+@pytest.mark.real
+def test_our_weights_run_in_keras_hub(minilm_encoder, minilm_backbone, minilm_dir):
+    inputs = reference(minilm_dir)["inputs"]
+    expected = _numpy(minilm_encoder(inputs))
+
+    mask = inputs["padding_mask"]
+    approximate_gap = _max_diff(_numpy(minilm_backbone(inputs)), expected, mask)
+    dense_layers = [layer._feedforward_intermediate_dense
+                    for layer in minilm_backbone.transformer_layers]
+    approximate = dense_layers[0].activation
+    try:  # swap in the exact GELU: now only the weights can differ
+        for dense in dense_layers:
+            dense.activation = keras.activations.gelu
+        exact_gap = _max_diff(_numpy(minilm_backbone(inputs)), expected, mask)
+    finally:
+        for dense in dense_layers:
+            dense.activation = approximate
+    print(f"KerasHub vs ours: approximate GELU {approximate_gap:.2e}, exact GELU {exact_gap:.2e}")
+
+    assert exact_gap <= PARITY_TOLERANCE
+    assert approximate_gap <= APPROXIMATE_GELU_GAP
+
+
+@pytest.mark.real
+def test_keras_hub_weights_run_in_ours(minilm_encoder, minilm_backbone, minilm_dir):
+    ours = {name: keras.ops.convert_to_numpy(v) for name, v in minilm_encoder.weight_map().items()}
+    config = _config(minilm_encoder)
+
+    converted = keras_hub.from_keras_hub(
+        {w.path: keras.ops.convert_to_numpy(w) for w in minilm_backbone.weights}, config)
+
+    assert sorted(converted) == sorted(ours)
+    for name, value in ours.items():
+        np.testing.assert_array_equal(converted[name], value, err_msg=name)
+    encoder = BertEncoder(**config)
+    encoder.load_weight_map(converted)
+    inputs = reference(minilm_dir)["inputs"]
+    assert _max_diff(_numpy(encoder(inputs)), _numpy(minilm_encoder(inputs)),
+                     inputs["padding_mask"]) <= 1e-6
+
+
+@pytest.mark.real
+def test_preset_saved_by_keras_hub_loads(tmp_path, minilm_encoder, minilm_backbone, minilm_dir):
+    minilm_backbone.save_to_preset(str(tmp_path))
+    tokenizer = keras_hub_package.models.BertTokenizer(
+        vocabulary=os.path.join(minilm_dir, "vocab.txt"), lowercase=True)
+    tokenizer.save_to_preset(str(tmp_path))
+
+    checkpoint = load_checkpoint(tmp_path, load_weights=False)
+    assert checkpoint.format == "keras_hub" and checkpoint.lowercase is True
+    vocabulary = open(checkpoint.vocabulary_path).read().split()
+    assert vocabulary[:2] == ["[PAD]", "[unused0]"] and len(vocabulary) == 30522
+    encoder = BertEncoder.from_preset(tmp_path)
+    inputs = reference(minilm_dir)["inputs"]
+    assert _max_diff(_numpy(encoder(inputs)), _numpy(minilm_encoder(inputs)),
+                     inputs["padding_mask"]) <= 1e-6
+
+
+@pytest.mark.backend_independent
+def test_h5_files_without_layer_name_attributes(tmp_path):
+    """Older Keras wrote no `name` attribute; the layer keys alone must be enough."""
+    backbone = keras_hub_package.models.BertBackbone(
+        vocabulary_size=20, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
+        max_sequence_length=10)
+    backbone.save_to_preset(str(tmp_path))
+    path = str(tmp_path / "model.weights.h5")
+    with_names = keras_hub.read_weights_h5(path)
+    with h5py.File(path, "a") as h5:
+        h5.visititems(lambda name, item: item.attrs.__delitem__("name")
+                      if name.endswith("vars") and "name" in item.attrs else None)
+
+    without_names = keras_hub.read_weights_h5(path)
+
+    assert sorted(without_names) == sorted(with_names) == sorted(w.path for w in backbone.weights)
+    for name, value in with_names.items():
+        np.testing.assert_array_equal(without_names[name], value)
+
+
+@pytest.mark.backend_independent
+def test_other_keras_hub_models_are_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({
+        "module": "keras_hub.src.models.gpt2.gpt2_backbone", "class_name": "GPT2Backbone",
+        "config": {}, "registered_name": "keras_hub>GPT2Backbone"}))
+    with pytest.raises(UnsupportedCheckpointError, match="'GPT2Backbone' is not supported"):
+        load_checkpoint(tmp_path)
+
+
+def _config(encoder):
+    return {key: getattr(encoder, key) for key in (
+        "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+        "max_sequence_length", "num_segments", "dropout", "layer_norm_epsilon",
+        "initializer_range")}

@@ -1,0 +1,59 @@
+"""The reference that parity tests compare against: transformers.BertModel (torch, eval mode)
+on the real all-MiniLM-L6-v2 weights, fed real sentence pairs padded to one length.
+
+Computed once per pytest process (lru_cache) and shared by tests/models and tests/checkpoints.
+"""
+
+import functools
+
+import keras
+import numpy as np
+
+# Sentence pairs of very different lengths, so the batch has real padding and both segments.
+SENTENCE_PAIRS = [
+    ("The quick brown fox jumps over the lazy dog.", "It was not amused."),
+    ("Hello world", "Hi"),
+    ("A gripping, beautifully acted drama that never quite finds its footing in the third act, "
+     "but remains worth watching for the performances alone.",
+     "Critics were divided; audiences, however, loved it."),
+    ("Where is the nearest train station?", "Turn left after the bank and walk 200 meters."),
+]
+
+PARITY_TOLERANCE = 1e-4
+
+
+@functools.lru_cache(maxsize=None)
+def reference(minilm_dir):
+    """{"inputs": encoder inputs (int32 numpy), "sequence_output", "pooled_output"}."""
+    import torch
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(minilm_dir)
+    first, second = zip(*SENTENCE_PAIRS)
+    batch = tokenizer(list(first), list(second), padding=True, return_tensors="np")
+    model = transformers.BertModel.from_pretrained(minilm_dir).eval()
+    with torch.no_grad():
+        outputs = model(**{name: torch.from_numpy(value) for name, value in batch.items()})
+    assert batch["attention_mask"].min() == 0, "the batch should contain padding"
+    return {
+        "inputs": {
+            "token_ids": batch["input_ids"].astype("int32"),
+            "segment_ids": batch["token_type_ids"].astype("int32"),
+            "padding_mask": batch["attention_mask"].astype("int32"),
+        },
+        "sequence_output": outputs.last_hidden_state.numpy(),
+        "pooled_output": outputs.pooler_output.numpy(),
+    }
+
+
+def max_differences(outputs, expected):
+    """(max |diff| of sequence_output over real tokens, max |diff| of pooled_output).
+
+    Padded positions are left out: their values are not defined by BERT (each implementation
+    masks keys its own way) and nothing downstream reads them.
+    """
+    real = expected["inputs"]["padding_mask"][..., None].astype(bool)  # [B, T, 1]
+    sequence = np.asarray(keras.ops.convert_to_numpy(outputs["sequence_output"]))
+    pooled = np.asarray(keras.ops.convert_to_numpy(outputs["pooled_output"]))
+    sequence_diff = np.abs(np.where(real, sequence - expected["sequence_output"], 0.0)).max()
+    return float(sequence_diff), float(np.abs(pooled - expected["pooled_output"]).max())
