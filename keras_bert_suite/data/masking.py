@@ -1,0 +1,101 @@
+"""Static masked-LM masking of one instance, as google-research/bert's create_pretraining_data.
+
+Used when instances are written with their masks fixed (the original recipe, which repeats
+every document `dupe_factor` times with different masks). For a new mask every epoch use
+dynamic_masking.py instead. The algorithm, on token ids:
+
+1. Candidates: every position except [CLS] and [SEP] (instances carry no padding yet). With
+   `whole_word_masking`, a "##" continuation piece joins the candidate group of the piece
+   right before it, so a word is chosen or left as a whole. (A "##" piece right after [CLS] or
+   [SEP] — a segment cut mid-word — starts a group of its own; the original appended it to the
+   last word of the previous segment.)
+2. `num_to_predict = min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))`
+   — counted over the whole instance, [CLS]/[SEP] included, as the original does.
+3. Groups are shuffled and taken in order; a group that would overshoot `num_to_predict` is
+   skipped and later (shorter) groups are still tried.
+4. Every chosen position becomes [MASK] with probability `mask_token_rate` (0.8), a token drawn
+   uniformly from the whole vocabulary with `random_token_rate` (0.1), else stays unchanged.
+"""
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskingConfig:
+    """Masked-LM rates (BERT's defaults) and the special-token ids they need."""
+
+    mask_token_id: int
+    cls_token_id: int
+    sep_token_id: int
+    vocabulary_size: int
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    mask_token_rate: float = 0.8
+    random_token_rate: float = 0.1
+    whole_word_masking: bool = False
+    # [V] bool: True for "##" continuation pieces (needed by whole_word_masking only).
+    is_continuation: np.ndarray = None
+
+    def __post_init__(self):
+        check_rates(self.masked_lm_prob, self.max_predictions_per_seq, self.mask_token_rate,
+                    self.random_token_rate)
+        if self.whole_word_masking and self.is_continuation is None:
+            raise ValueError("whole_word_masking needs is_continuation (see continuation_table).")
+
+
+def check_rates(masked_lm_prob, max_predictions_per_seq, mask_token_rate, random_token_rate):
+    if not 0.0 < masked_lm_prob <= 1.0:
+        raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob!r}.")
+    if not isinstance(max_predictions_per_seq, (int, np.integer)) or max_predictions_per_seq < 1:
+        raise ValueError(f"max_predictions_per_seq must be an int >= 1, got "
+                         f"{max_predictions_per_seq!r}.")
+    if mask_token_rate < 0 or random_token_rate < 0 or mask_token_rate + random_token_rate > 1:
+        raise ValueError(
+            "mask_token_rate and random_token_rate must be >= 0 with a sum <= 1 (the rest stays "
+            f"unchanged), got {mask_token_rate!r} and {random_token_rate!r}.")
+
+
+def continuation_table(vocabulary):
+    """[V] bool numpy array: which vocabulary entries are "##" WordPiece continuations."""
+    return np.array([token.startswith("##") for token in vocabulary], dtype=bool)
+
+
+def mask_instance(token_ids, config, rng):
+    """Masks one packed instance ([CLS] a [SEP] (b [SEP]), no padding).
+
+    Args:
+        token_ids: list of int.
+        config: MaskingConfig.
+        rng: a `random.Random`.
+    Returns (masked token ids, sorted masked positions, original ids at those positions).
+    """
+    groups = []
+    for i, token_id in enumerate(token_ids):
+        if token_id in (config.cls_token_id, config.sep_token_id):
+            continue
+        if (config.whole_word_masking and groups and groups[-1][-1] == i - 1
+                and config.is_continuation[token_id]):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    rng.shuffle(groups)
+    num_to_predict = min(config.max_predictions_per_seq,
+                         max(1, int(round(len(token_ids) * config.masked_lm_prob))))
+    output = list(token_ids)
+    chosen = []
+    for group in groups:
+        if len(chosen) >= num_to_predict:
+            break
+        if len(chosen) + len(group) > num_to_predict:
+            continue
+        for index in group:
+            chosen.append(index)
+            draw = rng.random()
+            if draw < config.mask_token_rate:
+                output[index] = config.mask_token_id
+            elif draw < config.mask_token_rate + config.random_token_rate:
+                output[index] = rng.randint(0, config.vocabulary_size - 1)
+    chosen.sort()
+    return output, chosen, [token_ids[i] for i in chosen]

@@ -1,0 +1,202 @@
+"""Pretraining instances from documents, as google-research/bert's create_pretraining_data.py.
+
+    documents = read_documents(files, layout="paragraph_per_line")
+    instances = create_pretraining_instances(documents, tokenizer, seed=12345)
+    write_pretraining_tfrecords(instances, ["out-0.tfrecord", "out-1.tfrecord"])
+
+With next-sentence prediction (the default), per document and per dupe:
+
+* a target length is drawn once per document: `max_seq_length - 3`, or with probability
+  `short_seq_prob` a random length in [2, max_seq_length - 3];
+* sentences are gathered into a chunk until it reaches the target (or the document ends);
+  a random prefix of the chunk's sentences becomes segment A;
+* with probability 0.5 — and always when the chunk holds one sentence — segment B is text from
+  a random start in ANOTHER document (`is_random_next`, NSP label 1), and the chunk's unused
+  sentences are put back; otherwise B is the rest of the chunk (label 0);
+* the pair is trimmed to `max_seq_length - 3`, one token at a time from the longer segment,
+  from its front or back at random; then masked (masking.py) unless `static_masking=False`.
+
+Documented handling of awkward input (what the original does, unless said otherwise):
+
+* A document of one sentence gives only random-next pairs (its single sentence is A).
+* A sentence (line) longer than `max_seq_length` is not dropped: it forms a chunk on its own
+  and is trimmed from both ends at random to fit; B still gets at least one token.
+* The random document is drawn among the OTHER documents, so it is never the same one (the
+  original retried 10 times and could, in theory, fall back to the same document). NSP needs
+  at least two non-empty documents; fewer raises a ValueError.
+* Sentences that tokenize to nothing are dropped; empty documents are dropped; no documents at
+  all raises a ValueError. A vocabulary without [CLS], [SEP] or [MASK] raises a ValueError.
+
+Without NSP (`next_sentence_prediction=False`, MLM only, RoBERTa's DOC-SENTENCES): each
+document's tokens are concatenated and cut into full-length segments of the target length
+(`[CLS] x [SEP]`, segment ids all 0; a sentence may continue into the next instance; the last
+piece of a document may be shorter); `is_random_next` is False (written as label 0).
+
+The tokenized corpus is held in memory, as in the original (random-next segments may come from
+any document); for a very large corpus, run this on groups of files and write one set of
+shards per group. Instances are shuffled with the seeded `random.Random`, so a seed gives the
+same instances, the same masks and the same order.
+"""
+
+import dataclasses
+import random
+
+from keras_bert_suite.data import masking
+
+# Sentences are tokenized this many at a time (one traced tf.function call per batch).
+_TOKENIZE_BATCH = 2048
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingInstance:
+    """One unpadded example: `[CLS] a [SEP] b [SEP]` (or `[CLS] x [SEP]` without NSP)."""
+
+    token_ids: list  # after masking
+    segment_ids: list
+    is_random_next: bool
+    masked_lm_positions: list  # sorted; empty when static_masking=False
+    masked_lm_ids: list  # original ids at those positions
+
+
+def create_pretraining_instances(
+        documents, tokenizer, max_seq_length=128, dupe_factor=10, short_seq_prob=0.1,
+        masked_lm_prob=0.15, max_predictions_per_seq=20, next_sentence_prediction=True,
+        whole_word_masking=False, mask_token_rate=0.8, random_token_rate=0.1,
+        static_masking=True, seed=12345):
+    """Documents (iterables of sentence strings) -> a shuffled list of PretrainingInstance.
+
+    Args:
+        documents: iterable of documents, each a list of sentences (see read_documents).
+        tokenizer: a BertTokenizer (its vocabulary needs [CLS], [SEP] and [MASK]).
+        max_seq_length: length of a packed instance, special tokens included (BERT: 128, then
+            512 in phase 2).
+        dupe_factor: how many times each document is used, with different pairs and masks.
+        short_seq_prob: probability of a shorter target length for a document.
+        masked_lm_prob, max_predictions_per_seq, mask_token_rate, random_token_rate,
+            whole_word_masking: masked-LM settings (masking.py).
+        next_sentence_prediction: False -> MLM-only instances of contiguous text.
+        static_masking: False leaves instances unmasked, for dynamic masking in tf.data.
+        seed: seed of the `random.Random` driving every choice.
+    """
+    min_length = 5 if next_sentence_prediction else 3
+    if not isinstance(max_seq_length, int) or max_seq_length < min_length:
+        layout = "[CLS] a [SEP] b [SEP]" if next_sentence_prediction else "[CLS] x [SEP]"
+        raise ValueError(
+            f"max_seq_length={max_seq_length!r} is too small: {layout} with one token per "
+            f"segment needs at least {min_length}.")
+    if not isinstance(dupe_factor, int) or dupe_factor < 1:
+        raise ValueError(f"dupe_factor must be an int >= 1, got {dupe_factor!r}.")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob!r}.")
+    vocabulary = tokenizer.get_vocabulary()
+    config = masking.MaskingConfig(
+        mask_token_id=tokenizer.mask_token_id, cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id, vocabulary_size=len(vocabulary),
+        masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
+        mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
+        whole_word_masking=whole_word_masking,
+        is_continuation=masking.continuation_table(vocabulary) if whole_word_masking else None)
+
+    all_documents = tokenize_documents(documents, tokenizer)
+    if not all_documents:
+        raise ValueError("The corpus is empty: no document has a sentence with a token. Check "
+                         "the input files and the layout (sentence_per_line or "
+                         "paragraph_per_line).")
+    if next_sentence_prediction and len(all_documents) < 2:
+        raise ValueError(
+            "Next-sentence prediction needs at least 2 documents (random-next segments come from "
+            "another document); the corpus has 1. Separate documents with blank lines, give "
+            "more files, or use next_sentence_prediction=False.")
+    rng = random.Random(seed)
+    rng.shuffle(all_documents)
+    make = _instances_with_nsp if next_sentence_prediction else _instances_without_nsp
+    cls_sep = (config.cls_token_id, config.sep_token_id)
+    instances = []
+    for _ in range(dupe_factor):
+        for index in range(len(all_documents)):
+            for token_ids, segment_ids, is_random_next in make(
+                    all_documents, index, max_seq_length, short_seq_prob, rng, cls_sep):
+                positions, labels = [], []
+                if static_masking:
+                    token_ids, positions, labels = masking.mask_instance(token_ids, config, rng)
+                instances.append(PretrainingInstance(
+                    token_ids, segment_ids, is_random_next, positions, labels))
+    rng.shuffle(instances)
+    return instances
+
+
+def tokenize_documents(documents, tokenizer):
+    """Documents of sentence strings -> list of documents, each a list of id lists (non-empty)."""
+    out = []
+    for document in documents:
+        sentences = [s for s in document if s and s.strip()]
+        ids = []
+        for start in range(0, len(sentences), _TOKENIZE_BATCH):
+            ids.extend(tokenizer.encode_batch(sentences[start:start + _TOKENIZE_BATCH]))
+        ids = [sentence for sentence in ids if sentence]
+        if ids:
+            out.append(ids)
+    return out
+
+
+def _target_length(max_num_tokens, short_seq_prob, rng):
+    if rng.random() < short_seq_prob:
+        return rng.randint(2, max_num_tokens)
+    return max_num_tokens
+
+
+def _instances_with_nsp(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+                        cls_sep):
+    """Yields (token_ids, segment_ids, is_random_next) for one document (unmasked)."""
+    document = all_documents[document_index]
+    max_num_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
+    target_seq_length = _target_length(max_num_tokens, short_seq_prob, rng)
+    chunk, chunk_length, i = [], 0, 0
+    while i < len(document):
+        chunk.append(document[i])
+        chunk_length += len(document[i])
+        if i == len(document) - 1 or chunk_length >= target_seq_length:
+            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+            tokens_a = [t for sentence in chunk[:a_end] for t in sentence]
+            tokens_b = []
+            is_random_next = len(chunk) == 1 or rng.random() < 0.5
+            if is_random_next:
+                target_b_length = target_seq_length - len(tokens_a)
+                other = rng.randint(0, len(all_documents) - 2)
+                other += other >= document_index  # any document but this one
+                random_document = all_documents[other]
+                for sentence in random_document[rng.randint(0, len(random_document) - 1):]:
+                    tokens_b.extend(sentence)
+                    if len(tokens_b) >= target_b_length:
+                        break
+                i -= len(chunk) - a_end  # put the unused sentences back
+            else:
+                tokens_b = [t for sentence in chunk[a_end:] for t in sentence]
+            _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng)
+            cls, sep = cls_sep
+            yield ([cls, *tokens_a, sep, *tokens_b, sep],
+                   [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1), is_random_next)
+            chunk, chunk_length = [], 0
+        i += 1
+
+
+def _instances_without_nsp(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+                           cls_sep):
+    """Yields ([CLS] x [SEP], zeros, False): the document's text cut into contiguous pieces."""
+    max_num_tokens = max_seq_length - 2  # [CLS], [SEP]
+    target = _target_length(max_num_tokens, short_seq_prob, rng)
+    tokens = [t for sentence in all_documents[document_index] for t in sentence]
+    cls, sep = cls_sep
+    for start in range(0, len(tokens), target):
+        piece = tokens[start:start + target]
+        yield [cls, *piece, sep], [0] * (len(piece) + 2), False
+
+
+def _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng):
+    """Trims the longer segment (A on ties) from its front or back until the pair fits."""
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        longer = tokens_a if len(tokens_a) >= len(tokens_b) else tokens_b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
