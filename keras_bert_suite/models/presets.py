@@ -98,6 +98,12 @@ def resolve_checkpoint(preset, load_weights=True):
 
 def load_encoder(cls, preset, load_weights=True, **overrides):
     checkpoint = resolve_checkpoint(preset, load_weights=load_weights)
+    return encoder_from_checkpoint(cls, checkpoint, preset, load_weights, **overrides)
+
+
+def encoder_from_checkpoint(cls, checkpoint, preset, load_weights=True, **overrides):
+    """Builds `cls` from an already resolved checkpoint (models that also read head weights
+    resolve once and share it)."""
     encoder = cls(**{**checkpoint.config, **overrides})
     if checkpoint.weights is not None:
         encoder.load_weight_map(checkpoint.weights)

@@ -13,6 +13,12 @@
     layer_{i}/output_layer_norm/{gamma,beta}
     pooler/{kernel,bias}                       [H, H], [H]
 
+Pretraining heads (BertPretrainer; `cls/predictions`, `cls/seq_relationship` in checkpoints):
+    mlm/transform/{kernel,bias}                [H, H], [H]
+    mlm/layer_norm/{gamma,beta}                [H]
+    mlm/output_bias                            [V]  (the decoder matrix is the token embedding)
+    nsp/{kernel,bias}                          [H, 2], [2]
+
 Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in].
 """
 
@@ -48,6 +54,18 @@ def encoder_variables(encoder):
         variables.update(_layer_norm(f"{prefix}/output_layer_norm", block.output_layer_norm))
     variables.update(_dense("pooler", encoder.pooler))
     return variables
+
+
+def masked_lm_head_variables(head):
+    return {
+        **_dense("mlm/transform", head.transform),
+        **_layer_norm("mlm/layer_norm", head.layer_norm),
+        "mlm/output_bias": head.output_bias,
+    }
+
+
+def next_sentence_head_variables(dense):
+    return _dense("nsp", dense)
 
 
 def assign(variables, weights, owner):

@@ -1,0 +1,234 @@
+"""BertPretrainer: the encoder plus BERT's two pretraining heads (masked LM, next sentence)."""
+
+import logging
+
+import keras
+
+from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
+from keras_bert_suite.models import weight_names
+from keras_bert_suite.models.encoder import BertEncoder
+from keras_bert_suite.training.metrics import MaskedLMPerplexity
+from keras_bert_suite.training.optimizers import create_optimizer
+
+logger = logging.getLogger(__name__)
+
+ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+# Label names in `y` / `sample_weight` -> the output each one is scored against.
+LABEL_OUTPUTS = {"mlm_labels": "mlm_logits", "nsp_labels": "nsp_logits"}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class BertPretrainer(keras.Model):
+    """BERT pretraining: masked-LM and (optionally) next-sentence prediction on an encoder.
+
+    Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask` [B, T] as for `BertEncoder`,
+    and `mask_positions` [B, P], the positions to predict (pad with any valid index, e.g. 0).
+    Outputs (a dict): `mlm_logits` [B, P, V], decoded at `mask_positions` only, and, with
+    `next_sentence_prediction=True`, `nsp_logits` [B, 2] (label 1 = "B is a random segment",
+    as in BERT's data).
+
+    Labels for `fit`/`evaluate`, a dict (the original BERT TFRecord features
+    `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels` under our names):
+        mlm_labels   [B, P] token ids at `mask_positions`
+        mlm_weights  [B, P] 1.0 for a real prediction, 0.0 for a padded prediction slot
+                     (optional: without it every slot counts)
+        nsp_labels   [B] 0 = B follows A, 1 = random (only with next_sentence_prediction)
+    The weights may instead come as `sample_weight={"mlm_labels": weights}` (handy in a
+    tf.data pipeline); for NumPy inputs Keras wants one sample weight per label, which is
+    why they travel inside `y` by default.
+
+    `compile()` defaults: AdamW as BERT (`training.create_optimizer`, constant 1e-4 unless an
+    optimizer is given), MLM loss = cross-entropy averaged over the real predictions
+    (padded slots count for nothing) plus NSP cross-entropy, and weighted metrics logged
+    as `mlm_logits_accuracy`, `mlm_logits_perplexity`, `nsp_logits_accuracy` (and
+    `mlm_logits_loss`, `nsp_logits_loss` beside the total `loss`).
+
+    Args:
+        encoder: a `BertEncoder`; the MLM decoder is tied to its token embedding.
+        preprocessor: optional text preprocessor kept with the model (for export); `fit`
+            does not apply it, since pretraining data come masked from the data pipeline.
+        next_sentence_prediction: add the NSP head and its output (False = MLM only,
+            RoBERTa style).
+
+    Example:
+    >>> pretrainer = BertPretrainer(BertEncoder.from_preset("bert_tiny_uncased"))
+    >>> pretrainer.compile(optimizer=create_optimizer(
+    ...     learning_rate=1e-4, num_train_steps=10_000, num_warmup_steps=1_000))
+    >>> x = {"token_ids": ids, "segment_ids": segments, "padding_mask": mask,
+    ...      "mask_positions": positions}
+    >>> y = {"mlm_labels": masked_ids, "mlm_weights": masked_weights,
+    ...      "nsp_labels": is_random_next}
+    >>> pretrainer.fit(x, y, batch_size=32)
+    """
+
+    def __init__(self, encoder, preprocessor=None, next_sentence_prediction=True, **kwargs):
+        # The encoder's layers carry its dtype policy (a functional model's own is float32).
+        policy = encoder.token_embedding.dtype_policy
+        masked_lm_head = MaskedLMHead(
+            encoder.token_embedding, layer_norm_epsilon=encoder.layer_norm_epsilon,
+            initializer_range=encoder.initializer_range, dtype=policy, name="masked_lm_head")
+        next_sentence_head = None
+        if next_sentence_prediction:
+            next_sentence_head = keras.layers.Dense(
+                2, kernel_initializer=keras.initializers.TruncatedNormal(
+                    stddev=encoder.initializer_range),
+                dtype=policy, name="next_sentence_head")
+
+        # === Functional graph ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in ENCODER_INPUTS + ("mask_positions",)}
+        encoded = encoder({name: inputs[name] for name in ENCODER_INPUTS})
+        outputs = {"mlm_logits": masked_lm_head(
+            encoded["sequence_output"], inputs["mask_positions"])}  # [B, P, V]
+        if next_sentence_head is not None:
+            outputs["nsp_logits"] = next_sentence_head(encoded["pooled_output"])  # [B, 2]
+        super().__init__(inputs=inputs, outputs=outputs, dtype=policy, **kwargs)
+        # Keras names functional outputs after their layers; ours are the dict keys, so that
+        # compile()'s loss / metric dicts and the labels line up by those names.
+        self.output_names = sorted(outputs)  # the order Keras flattens a dict in
+
+        self.encoder = encoder
+        self.preprocessor = preprocessor
+        self.next_sentence_prediction = next_sentence_prediction
+        self.masked_lm_head = masked_lm_head
+        self.next_sentence_head = next_sentence_head
+
+    # === Training set-up ===
+
+    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto", **kwargs):
+        """`keras.Model.compile` with BERT's pretraining defaults for every "auto" argument."""
+        if optimizer == "auto":
+            optimizer = create_optimizer("adamw")
+        if loss == "auto":
+            loss = {"mlm_logits": keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True,
+                # Divide by the sum of the weights, not by B·P: BERT's
+                # sum(w · CE) / sum(w), so padded prediction slots do not dilute the loss.
+                reduction="mean_with_sample_weight", name="mlm_loss")}
+            if self.next_sentence_prediction:
+                loss["nsp_logits"] = keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True, name="nsp_loss")
+        if weighted_metrics == "auto":
+            # Keras prefixes metric names with the output name when there are several
+            # outputs; adding it ourselves for an MLM-only model keeps the logged names
+            # the same either way: mlm_logits_accuracy, mlm_logits_perplexity, ...
+            mlm_prefix = "" if self.next_sentence_prediction else "mlm_logits_"
+            weighted_metrics = {"mlm_logits": [
+                keras.metrics.SparseCategoricalAccuracy(name=f"{mlm_prefix}accuracy"),
+                MaskedLMPerplexity(name=f"{mlm_prefix}perplexity")]}
+            if self.next_sentence_prediction:
+                weighted_metrics["nsp_logits"] = [
+                    keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
+                        **kwargs)
+
+    def compile_from_config(self, config):
+        # Keras skips this for models that override compile(); ours takes its arguments.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)  # so saved optimizer state loads
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        y, sample_weight = self._by_output(y, sample_weight)
+        return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                    training=training)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        y, sample_weight = self._by_output(y, sample_weight)
+        return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    def _by_output(self, y, sample_weight):
+        """Re-keys labels and weights from their data names to this model's output names."""
+        if y is None:
+            return y, sample_weight
+        y = dict(y) if isinstance(y, dict) else {"mlm_labels": y}
+        weights = dict(sample_weight) if isinstance(sample_weight, dict) else (
+            {} if sample_weight is None else {"mlm_labels": sample_weight})
+        if "mlm_weights" in y:
+            if "mlm_labels" in weights:
+                raise ValueError("Give the masked-LM weights once: as y['mlm_weights'] or as "
+                                 "sample_weight['mlm_labels'], not both.")
+            weights["mlm_labels"] = y.pop("mlm_weights")
+        outputs = {label: output for label, output in LABEL_OUTPUTS.items()
+                   if output in self.output_names}
+        if set(y) != set(outputs):
+            raise ValueError(
+                f"BertPretrainer expects labels {sorted(outputs)} (+ optional 'mlm_weights') "
+                f"with next_sentence_prediction={self.next_sentence_prediction}; got {sorted(y)}.")
+        y = {output: y[label] for label, output in outputs.items()}
+        if weights:
+            sample_weight = {output: weights.get(label) for label, output in outputs.items()}
+        return y, sample_weight
+
+    # === Weights by name ===
+
+    def weight_map(self):
+        """The encoder's weight names plus `mlm/...` and (with NSP) `nsp/...`."""
+        variables = self.encoder.weight_map()
+        variables.update(weight_names.masked_lm_head_variables(self.masked_lm_head))
+        if self.next_sentence_head is not None:
+            variables.update(weight_names.next_sentence_head_variables(self.next_sentence_head))
+        return variables
+
+    def load_weight_map(self, weights):
+        weight_names.assign(self.weight_map(), weights, owner="BertPretrainer")
+
+    def _load_head_weights(self, weights, preset):
+        heads = {"masked LM": weight_names.masked_lm_head_variables(self.masked_lm_head)}
+        if self.next_sentence_head is not None:
+            heads["next sentence"] = weight_names.next_sentence_head_variables(
+                self.next_sentence_head)
+        for head, variables in heads.items():
+            if any(name in weights for name in variables):
+                weight_names.assign(variables, weights, owner=f"BertPretrainer {head} head")
+            else:
+                logger.warning("Preset '%s' has no %s head weights: that head is randomly "
+                               "initialised.", preset, head)
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, preprocessor=None,
+                    next_sentence_prediction=True, **encoder_overrides):
+        """A pretrainer whose encoder comes from `preset` (see `BertEncoder.from_preset`).
+
+        The heads are loaded too when the checkpoint has them (Hugging Face
+        `cls.predictions.*` / `cls.seq_relationship.*`, Google `cls/predictions/*` /
+        `cls/seq_relationship/*`, or a preset saved by `save_preset`); otherwise they
+        start random, with a warning. `encoder_overrides` go to the encoder (e.g. dropout).
+        """
+        from keras_bert_suite.models.presets import encoder_from_checkpoint, resolve_checkpoint
+
+        checkpoint = resolve_checkpoint(preset, load_weights=load_weights)
+        encoder = encoder_from_checkpoint(
+            BertEncoder, checkpoint, preset, load_weights, **encoder_overrides)
+        pretrainer = cls(encoder, preprocessor=preprocessor,
+                         next_sentence_prediction=next_sentence_prediction)
+        if checkpoint.weights is not None:
+            pretrainer._load_head_weights(checkpoint.weights, preset)
+        return pretrainer
+
+    def save_preset(self, directory, vocabulary=None, lowercase=True):
+        """A preset directory with the encoder and head weights (reloadable by both classes)."""
+        from keras_bert_suite.checkpoints import preset_dir
+
+        preset_dir.save(directory, self.encoder.get_config(), self.weight_map(), vocabulary,
+                        lowercase)
+
+    # === Serialization ===
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.layers.serialize(self.encoder),
+            "preprocessor": (keras.layers.serialize(self.preprocessor)
+                             if self.preprocessor is not None else None),
+            "next_sentence_prediction": self.next_sentence_prediction,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
+        return cls(**config)

@@ -1,0 +1,103 @@
+"""BERT's optimizer set-up, built from Keras' own AdamW and Lamb."""
+
+import keras
+
+from keras_bert_suite.training.schedules import PerUpdateSchedule, WarmupPolynomialDecay
+
+# BERT decays every weight except LayerNorm scales/offsets and biases. Keras names
+# LayerNormalization's weights `gamma`/`beta`, and every bias here ends in `bias`
+# (including the MLM head's `output_bias`); matched against `variable.name`.
+NO_WEIGHT_DECAY = ("gamma", "beta", "bias")
+
+
+def _dense_gradients(gradients):
+    """Turns TensorFlow's sparse embedding gradients into ordinary tensors.
+
+    On the TensorFlow backend a lookup's gradient reaches the optimizer as a
+    `tf.IndexedSlices` with one row per looked-up id, duplicates unsummed (every [CLS],
+    every segment id). Keras 3.15's global-norm clipping measures those rows unsummed
+    (a different norm, so a different clipping factor for every variable), and without
+    clipping its Adam/Lamb square them before they are summed (second moment sum(g_i^2)
+    instead of (sum g_i)^2). Either way training on TensorFlow would drift from JAX and
+    PyTorch, whose gradients are dense. Summing first, as `tf.convert_to_tensor` does,
+    gives the gradient the other backends (and google-research/bert) use.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return gradients
+    import tensorflow as tf  # only reached on the TensorFlow backend
+
+    return [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+            for g in gradients]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class AdamW(keras.optimizers.AdamW):
+    """Keras' AdamW, given dense gradients on every backend (see `_dense_gradients`)."""
+
+    def apply(self, grads, trainable_variables=None):
+        return super().apply(_dense_gradients(grads), trainable_variables)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class Lamb(keras.optimizers.Lamb):
+    """Keras' Lamb, given dense gradients on every backend (see `_dense_gradients`)."""
+
+    def apply(self, grads, trainable_variables=None):
+        return super().apply(_dense_gradients(grads), trainable_variables)
+
+
+OPTIMIZERS = {"adamw": AdamW, "lamb": Lamb}
+
+
+def create_optimizer(
+    name="adamw",
+    learning_rate=1e-4,  # BERT's pretraining rate; fine-tuning used 2e-5 to 5e-5
+    num_train_steps=None,
+    num_warmup_steps=0,
+    weight_decay=0.01,
+    global_clipnorm=1.0,  # clip by the norm of all gradients together, as BERT did
+    gradient_accumulation_steps=None,
+    end_learning_rate=0.0,
+    power=1.0,
+    beta_1=0.9,
+    beta_2=0.999,
+    epsilon=1e-6,  # BERT's AdamWeightDecayOptimizer value; Keras' default is 1e-7
+    exclude_from_weight_decay=NO_WEIGHT_DECAY,
+    **kwargs,
+):
+    """An AdamW (or LAMB, for large batches) optimizer configured as BERT trained.
+
+    `num_train_steps` and `num_warmup_steps` count optimizer updates (with gradient
+    accumulation, one update per `gradient_accumulation_steps` batches). With neither
+    given the learning rate is constant. Extra `kwargs` go to the Keras optimizer.
+
+    Differences from the original code that Keras' optimizers bring: Adam's moments are
+    bias-corrected, and Keras' Lamb applies the decoupled weight decay outside its trust
+    ratio and computes the trust ratio for LayerNorm and bias variables too.
+
+    Example:
+    >>> optimizer = create_optimizer("adamw", learning_rate=1e-4, num_train_steps=100_000,
+    ...                              num_warmup_steps=10_000)
+    """
+    if name not in OPTIMIZERS:
+        raise ValueError(f"Unknown optimizer '{name}'; expected one of {sorted(OPTIMIZERS)}.")
+    schedule = learning_rate
+    if num_train_steps or num_warmup_steps:
+        schedule = WarmupPolynomialDecay(
+            learning_rate, total_steps=num_train_steps, warmup_steps=num_warmup_steps,
+            end_learning_rate=end_learning_rate, power=power)
+        if gradient_accumulation_steps:
+            schedule = PerUpdateSchedule(schedule, gradient_accumulation_steps)
+    optimizer = OPTIMIZERS[name](
+        learning_rate=schedule,
+        weight_decay=weight_decay,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        global_clipnorm=global_clipnorm,
+        gradient_accumulation_steps=gradient_accumulation_steps,
+        **kwargs,
+    )
+    if weight_decay and exclude_from_weight_decay:
+        optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
+    return optimizer
