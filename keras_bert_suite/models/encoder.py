@@ -101,7 +101,8 @@ class BertEncoder(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            # The functional Model drops the policy it was given; the layers keep it.
+            "dtype": keras.dtype_policies.serialize(self.embeddings.dtype_policy),
             "vocabulary_size": self.vocabulary_size,
             "num_layers": self.num_layers,
             "num_heads": self.num_heads,

@@ -91,6 +91,7 @@ def test_mixed_precision_close_to_float32(policy):
     expected = to_numpy(reference(inputs)["sequence_output"])
     actual = mixed(inputs)["sequence_output"]
     assert keras.backend.standardize_dtype(actual.dtype) == policy.split("_")[1]
+    assert mixed.get_config()["dtype"]["config"]["name"] == policy  # survives a .keras reload
     tolerance = 0.1 if policy == "mixed_bfloat16" else 0.02  # bf16 keeps 8 mantissa bits
     np.testing.assert_allclose(to_numpy(keras.ops.cast(actual, "float32")), expected, atol=tolerance)
 
