@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import sys
 
 
@@ -47,6 +48,15 @@ def _vocab(args):
     print(f"Wrote {args.output}")
 
 
+def _pretrain(args):
+    from keras_bert_suite import recipe_runner
+
+    recipe = recipe_runner.load_recipe(args.recipe, overrides=args.set)
+    output = args.output or os.path.join("runs", recipe["name"])
+    print(f"Recipe {recipe['name']} -> {output}", file=sys.stderr)
+    recipe_runner.run_pretraining(recipe, output)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="kbs", description="keras_bert_suite: BERT for Keras 3, from pretraining to TF Serving.")
@@ -75,12 +85,30 @@ def build_parser():
     vocab.add_argument("--size", type=int, default=30522)
     vocab.add_argument("--cased", action="store_true")
     vocab.set_defaults(run=_vocab)
+
+    pretrain = commands.add_parser(
+        "pretrain", help="run a pretraining recipe (resumes a run left in --output)")
+    pretrain.add_argument("recipe", help="a name in recipes/ (e.g. pretrain_cpu_smoke) or a path")
+    pretrain.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                          help="override a recipe value: dotted key, JSON value "
+                               "(e.g. --set training.optimizer.learning_rate=5e-4)")
+    pretrain.add_argument("--output", help="run directory (default runs/<recipe name>)")
+    pretrain.set_defaults(run=_pretrain, user_errors=True)
     return parser
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    args.run(args)
+    if not getattr(args, "user_errors", False) or os.environ.get("KBS_DEBUG"):
+        return args.run(args)
+    # Bad recipes and bad input data raise ValueError (RecipeError, the data/ checks) or
+    # FileNotFoundError with a message naming the problem: print it, not a traceback.
+    try:
+        args.run(args)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"kbs {args.command}: error: {error}\n(set KBS_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

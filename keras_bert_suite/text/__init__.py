@@ -5,3 +5,5 @@ from keras_bert_suite.text.packer import SegmentPacker
 from keras_bert_suite.text.preprocessor import BertPreprocessor
 from keras_bert_suite.text.tokenizer import BertTokenizer
 from keras_bert_suite.text.vocabulary import learn_vocabulary
+
+__all__ = ["BertPreprocessor", "BertTokenizer", "SegmentPacker", "learn_vocabulary"]

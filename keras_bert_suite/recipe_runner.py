@@ -1,0 +1,466 @@
+"""The one runner behind `kbs pretrain`: a recipe (JSON) + overrides -> a pretraining run.
+
+    recipe = load_recipe("pretrain_cpu_smoke", overrides=["training.num_train_steps=20"])
+    summary = run_pretraining(recipe, "runs/smoke")
+
+A recipe is a JSON file in `recipes/` (or any path) whose keys are a subset of `DEFAULTS`
+below; every key it leaves out takes the default. `--set key=value` overrides one key:
+dotted keys (`training.optimizer.learning_rate=5e-4`), values parsed as JSON (`128`, `true`,
+`null`, `[1, 2]`, `"text"`), and a bare word that is not JSON is taken as a string
+(`data.corpus=sotu`). Unknown keys and values of the wrong type are `RecipeError`s that name
+the key.
+
+The job: corpus files -> pretraining instances (unmasked; data/pretraining_instances.py) or
+existing TFRecords in the original BERT schema -> tf.data with dynamic masking (a new mask on
+every pass) -> BertPretrainer -> `create_optimizer` -> `fit` in "epochs" of one checkpoint
+interval (training/callbacks.py), with a backup every `checkpoint_every_n_steps`, TensorBoard
+logs and Keras' progress bar. Re-running into the same output directory resumes from the last
+backup with the same step counter, optimizer state and data position. The output directory
+gets:
+
+    history.json       metrics after every checkpoint interval (and at step 0 with eval),
+                       each row tagged with its optimizer step
+    pretrainer.keras   the whole pretrainer (with optimizer state)
+    preset/            encoder + head weights + vocab.txt (`BertPretrainer.from_preset(dir)`)
+    backup/, logs/     the resumable backup (deleted once fit completes) and TensorBoard logs
+    recipe.json        the resolved recipe the run used
+"""
+
+import copy
+import difflib
+import glob
+import json
+import os
+import random
+
+RECIPES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "recipes")
+
+# Every key a pretraining recipe may set, with its default. A comment says why when the
+# value is not obvious. `model.encoder_overrides` is free-form (BertEncoder arguments).
+DEFAULTS = {
+    "description": "",
+    "task": "pretrain",
+    "model": {
+        "preset": "bert_uncased_L-2_H-128_A-2",
+        # The uncased 30,522-token vocab that bert-base-uncased (and MiniLM) use.
+        "tokenizer_preset": "minilm_l6_h384_uncased",
+        "vocabulary": None,  # a vocab.txt path; overrides tokenizer_preset's vocabulary
+        "load_weights": False,  # True: start from the preset's weights (continued pretraining)
+        "next_sentence_prediction": True,
+        "encoder_overrides": {},  # e.g. {"dropout": 0.0, "num_layers": 1}
+    },
+    "data": {
+        # "sotu" (the State of the Union corpus, `make data`), or a list of paths / globs.
+        "corpus": None,
+        "layout": "paragraph_per_line",  # or "sentence_per_line" (google-research/bert's)
+        "max_files": None,  # use only the first N corpus files (after sorting)
+        # Existing TFRecords (original schema) instead of a corpus: a path/glob or a list.
+        "tfrecords": None,
+        "max_seq_length": 128,
+        "max_predictions_per_seq": 20,
+        "masked_lm_prob": 0.15,
+        "whole_word_masking": False,
+        "dupe_factor": 5,  # with dynamic masking the masks differ anyway; dupes vary the pairs
+        "short_seq_prob": 0.1,
+        # Fraction of corpus files held out for evaluation (whole documents, so no text of
+        # an eval pair was seen in training); 0 = no eval.
+        "eval_fraction": 0.0,
+        "eval_tfrecords": None,
+        "shuffle_buffer_size": 10000,
+        "seed": 12345,
+    },
+    "training": {
+        "batch_size": 32,
+        "num_train_steps": 1000,  # optimizer updates
+        "checkpoint_every_n_steps": 100,  # also how often history.json gets a row (and eval)
+        "log_every_n_steps": 10,  # TensorBoard
+        "eval_batches": 20,
+        "precision": "float32",  # "mixed_bfloat16" (TPU, recent GPUs) or "mixed_float16"
+        "run_eagerly": False,
+        "jit_compile": "auto",
+        "seed": 1234,  # Keras' global seed: weight initialisation and dropout
+        "optimizer": {
+            "name": "adamw",  # or "lamb" for large batches
+            "learning_rate": 1e-4,
+            "num_warmup_steps": 0,
+            "weight_decay": 0.01,
+            "global_clipnorm": 1.0,
+            "gradient_accumulation_steps": None,
+            "beta_1": 0.9,
+            "beta_2": 0.999,
+            "epsilon": 1e-6,
+        },
+    },
+    # Documented now, wired in the distribution issue: anything but "none" is refused.
+    "distribution": {
+        "strategy": "none",  # "tpu" | "mirrored" | "data_parallel" (keras.distribution)
+        "tpu": None,  # TPU name or address for TPUClusterResolver
+        "num_devices": None,
+    },
+}
+FREE_FORM = {"model.encoder_overrides"}
+_REQUIRED_TYPES = {bool: (bool,), int: (int,), float: (int, float), str: (str,),
+                   list: (list,), dict: (dict,)}
+
+
+class RecipeError(ValueError):
+    """A recipe or an override is wrong; the message names the key or the file."""
+
+
+# === Loading and overriding ===
+
+def resolve_recipe_path(name_or_path):
+    """A path to a recipe file, or the name of one in recipes/ (with or without .json)."""
+    candidates = [name_or_path]
+    if not os.path.sep in name_or_path:
+        candidates += [os.path.join(RECIPES_DIR, name_or_path),
+                       os.path.join(RECIPES_DIR, name_or_path + ".json")]
+    for path in candidates:
+        if os.path.isfile(path):
+            return path
+    available = sorted(os.path.splitext(f)[0] for f in os.listdir(RECIPES_DIR)
+                       if f.endswith(".json")) if os.path.isdir(RECIPES_DIR) else []
+    raise RecipeError(f"No recipe {name_or_path!r}: not a file, and not one of "
+                      f"{available} in {RECIPES_DIR}.")
+
+
+def load_recipe(name_or_path, overrides=()):
+    """The recipe file merged over DEFAULTS, then `overrides` ("key=value" strings) applied."""
+    path = resolve_recipe_path(name_or_path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+    except json.JSONDecodeError as error:
+        raise RecipeError(f"Recipe {path} is not valid JSON: {error}") from None
+    if not isinstance(values, dict):
+        raise RecipeError(f"Recipe {path} must hold a JSON object, got {type(values).__name__}.")
+    recipe = merge(DEFAULTS, values, source=path)
+    for override in overrides:
+        key, value = parse_override(override)
+        set_key(recipe, key, value, source="--set")
+    recipe["name"] = os.path.splitext(os.path.basename(path))[0]
+    return recipe
+
+
+def parse_override(text):
+    """"a.b=value" -> ("a.b", value): value parsed as JSON, a bare non-JSON word as a string."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise RecipeError(f"Bad override {text!r}: expected key=value with a dotted key, e.g. "
+                          f"training.batch_size=64.")
+    raw = raw.strip()
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError as error:
+        if not raw or raw[0] in "[{\"" or raw[0].isdigit() or raw[0] in "-.":
+            raise RecipeError(f"Bad override {text!r}: {raw!r} is not valid JSON ({error}).") \
+                from None
+        return key, raw  # a bare word: data.corpus=sotu
+
+
+def merge(defaults, values, source):
+    """A deep copy of `defaults` with `values` set over it (keys checked, types checked)."""
+    recipe = copy.deepcopy(defaults)
+    for key, value in values.items():
+        set_key(recipe, key, value, source)
+    return recipe
+
+
+def set_key(recipe, key, value, source):
+    """Sets dotted `key` in `recipe`; RecipeError for a key DEFAULTS lacks or a wrong type."""
+    parts = key.split(".")
+    node, default_node, path = recipe, DEFAULTS, []
+    for part in parts[:-1]:
+        path.append(part)
+        if ".".join(path) in FREE_FORM:
+            node = node[part]
+            default_node = None
+            continue
+        if default_node is not None and not isinstance(default_node.get(part), dict):
+            _unknown(".".join(path), default_node, source)
+        node, default_node = node[part], (default_node[part] if default_node is not None else None)
+    last = parts[-1]
+    if default_node is not None:
+        if last not in default_node:
+            _unknown(key, default_node, source)
+        default = default_node[last]
+        if isinstance(default, dict) and key not in FREE_FORM:
+            if not isinstance(value, dict):
+                raise RecipeError(f"{source}: '{key}' is a section; set its keys "
+                                  f"({', '.join(default)}), not {value!r}.")
+            for sub_key, sub_value in value.items():
+                set_key(recipe, f"{key}.{sub_key}", sub_value, source)
+            return
+        _check_type(key, value, default, source)
+    node[last] = value
+
+
+def _unknown(key, default_node, source):
+    name = key.rsplit(".", 1)[-1]
+    close = difflib.get_close_matches(name, list(default_node), n=1)
+    hint = f" Did you mean '{key.rsplit('.', 1)[0] + '.' if '.' in key else ''}{close[0]}'?" \
+        if close else ""
+    raise RecipeError(f"{source}: unknown recipe key '{key}'.{hint} Known keys here: "
+                      f"{', '.join(sorted(default_node))}.")
+
+
+def _check_type(key, value, default, source):
+    if default is None or value is None:
+        return
+    allowed = _REQUIRED_TYPES.get(type(default), (type(default),))
+    if isinstance(value, bool) and bool not in allowed:
+        allowed = ()  # True is an int to Python, not to a recipe
+    if not isinstance(value, allowed):
+        raise RecipeError(f"{source}: '{key}' must be a {type(default).__name__} (like "
+                          f"{json.dumps(default)}), got {json.dumps(value)}.")
+
+
+# === The run ===
+
+def corpus_files(corpus, max_files=None):
+    """The sorted, de-duplicated files of `data.corpus` ("sotu" or paths/globs)."""
+    if corpus is None:
+        raise RecipeError("data.corpus (text files) or data.tfrecords is required, e.g. "
+                          "--set data.corpus=sotu or --set 'data.corpus=[\"text/*.txt\"]'.")
+    if corpus == "sotu":
+        from keras_bert_suite.data import corpora
+
+        try:
+            files = corpora.sotu_files()
+        except FileNotFoundError as error:
+            raise RecipeError(str(error)) from None
+    else:
+        patterns = [corpus] if isinstance(corpus, str) else list(corpus)
+        files = sorted({path for pattern in patterns for path in glob.glob(pattern)})
+        if not files:
+            raise RecipeError(f"data.corpus: no file matches {patterns!r}.")
+    return files[:max_files] if max_files else files
+
+
+def split_files(files, eval_fraction, seed):
+    """(train, eval) lists of files; eval holds whole documents drawn with `seed`."""
+    if not eval_fraction:
+        return files, []
+    shuffled = list(files)
+    random.Random(seed).shuffle(shuffled)
+    num_eval = max(2, round(len(files) * eval_fraction))  # NSP needs 2 documents
+    if num_eval >= len(files):
+        raise RecipeError(f"data.eval_fraction={eval_fraction} leaves no training files of "
+                          f"{len(files)} (evaluation takes at least 2).")
+    return sorted(shuffled[num_eval:]), sorted(shuffled[:num_eval])
+
+
+def instance_features(instances, max_seq_length):
+    """Unmasked PretrainingInstances -> dict of padded int32 arrays (dynamic-masking input)."""
+    import numpy as np
+
+    count = len(instances)
+    token_ids = np.zeros((count, max_seq_length), "int32")
+    segment_ids = np.zeros((count, max_seq_length), "int32")
+    padding_mask = np.zeros((count, max_seq_length), "int32")
+    for row, instance in enumerate(instances):
+        length = len(instance.token_ids)
+        token_ids[row, :length] = instance.token_ids
+        segment_ids[row, :length] = instance.segment_ids
+        padding_mask[row, :length] = 1
+    nsp_labels = np.array([int(i.is_random_next) for i in instances], "int32")
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask,
+            "nsp_labels": nsp_labels}
+
+
+def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log):
+    """An unbatched tf.data of unmasked feature dicts, and how many examples (None: unknown)."""
+    import tensorflow as tf
+
+    from keras_bert_suite.data.pretraining_tfrecords import (
+        read_pretraining_tfrecords,
+        restore_unmasked_ids,
+    )
+
+    if tfrecords is not None:
+        dataset = read_pretraining_tfrecords(
+            tfrecords, data["max_seq_length"], data["max_predictions_per_seq"], shuffle=False)
+        # The files may be statically masked (google-research/bert's are): unmask, then mask
+        # afresh each pass.
+        return dataset.map(lambda f: {**f, "token_ids": restore_unmasked_ids(f)}), None
+
+    from keras_bert_suite.data.documents import read_documents
+    from keras_bert_suite.data.pretraining_instances import create_pretraining_instances
+
+    instances = create_pretraining_instances(
+        read_documents(files, layout=data["layout"]), tokenizer,
+        max_seq_length=data["max_seq_length"], dupe_factor=data["dupe_factor"],
+        short_seq_prob=data["short_seq_prob"],
+        max_predictions_per_seq=data["max_predictions_per_seq"],
+        masked_lm_prob=data["masked_lm_prob"], next_sentence_prediction=nsp,
+        whole_word_masking=data["whole_word_masking"], static_masking=False, seed=data["seed"])
+    log(f"{len(instances)} instances from {len(files)} files")
+    features = instance_features(instances, data["max_seq_length"])
+    if not nsp:
+        features.pop("nsp_labels")
+    return tf.data.Dataset.from_tensor_slices(features), len(instances)
+
+
+def build_datasets(recipe, tokenizer, log=print):
+    """(train, eval or None) tf.data of (x, y) batches; train repeats forever."""
+    from keras_bert_suite.data.dynamic_masking import DynamicMasker, apply_dynamic_masking
+
+    data, training = recipe["data"], recipe["training"]
+    nsp = recipe["model"]["next_sentence_prediction"]
+    masker = DynamicMasker.from_tokenizer(
+        tokenizer, max_predictions_per_seq=data["max_predictions_per_seq"],
+        mask_selection_rate=data["masked_lm_prob"],
+        whole_word_masking=data["whole_word_masking"])
+    if data["tfrecords"] is not None:
+        train_files, eval_files = None, None
+    else:
+        files = corpus_files(data["corpus"], data["max_files"])
+        train_files, eval_files = split_files(files, data["eval_fraction"], data["seed"])
+
+    def prepare(dataset, train):
+        if train:
+            dataset = dataset.shuffle(data["shuffle_buffer_size"], seed=data["seed"],
+                                      reshuffle_each_iteration=True).repeat()
+        dataset = dataset.batch(training["batch_size"], drop_remainder=train)
+        if not nsp:
+            dataset = dataset.map(lambda f: {k: v for k, v in f.items() if k != "nsp_labels"})
+        return apply_dynamic_masking(dataset, masker, seed=data["seed"])
+
+    train, _ = _feature_dataset(train_files, data["tfrecords"], tokenizer, data, nsp, log)
+    train = prepare(train, True)
+    evaluation = None
+    if data["eval_tfrecords"] is not None or eval_files:
+        evaluation, _ = _feature_dataset(eval_files, data["eval_tfrecords"], tokenizer, data,
+                                         nsp, log)
+        # Masked once and cached: every evaluation scores the same predictions.
+        evaluation = prepare(evaluation, False).take(training["eval_batches"]).cache()
+    return train, evaluation
+
+
+def _check_distribution(recipe):
+    strategy = recipe["distribution"]["strategy"]
+    if strategy != "none":
+        raise RecipeError(
+            f"distribution.strategy={strategy!r} is documented in this recipe but not wired "
+            "yet (the distribution issue adds TPU / multi-GPU strategies). Run on one device "
+            "with --set distribution.strategy=none.")
+
+
+def _tokenizer(model):
+    from keras_bert_suite.text import BertTokenizer
+
+    if model["vocabulary"] is not None:
+        return BertTokenizer.from_preset(model["tokenizer_preset"], vocabulary=model["vocabulary"])
+    return BertTokenizer.from_preset(model["tokenizer_preset"])
+
+
+def _history_callback(path, start_rows, accumulation):
+    import keras
+
+    rows = list(start_rows)
+
+    class HistoryWriter(keras.callbacks.Callback):
+        """Appends a row per checkpoint interval to history.json (so a killed run keeps its
+        rows; a resumed one drops rows past its backup)."""
+
+        def on_epoch_end(self, epoch, logs=None):
+            step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+            rows.append({"step": step // accumulation,
+                         **{k: float(v) for k, v in (logs or {}).items()}})
+            _write_json(path, {"history": rows})
+
+    return HistoryWriter(), rows
+
+
+def _write_json(path, value):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=1)
+    os.replace(tmp, path)
+
+
+def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print):
+    """Runs the recipe into `output_dir` (resuming a backup there); returns a summary dict."""
+    import keras
+
+    from keras_bert_suite.models.pretrainer import BertPretrainer
+    from keras_bert_suite.training import (
+        checkpointed_fit_arguments,
+        completed_batches,
+        create_optimizer,
+        loss_scaled,
+        set_mixed_precision,
+        training_callbacks,
+    )
+
+    if recipe.get("task", "pretrain") != "pretrain":
+        raise RecipeError(f"`kbs pretrain` runs task 'pretrain' recipes, this one is "
+                          f"{recipe['task']!r}.")
+    _check_distribution(recipe)
+    model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
+    optimizer_config = dict(training["optimizer"])
+    accumulation = optimizer_config["gradient_accumulation_steps"]
+    fit_arguments = checkpointed_fit_arguments(
+        training["num_train_steps"], training["checkpoint_every_n_steps"], accumulation)
+    os.makedirs(output_dir, exist_ok=True)
+    _write_json(os.path.join(output_dir, "recipe.json"), recipe)
+
+    keras.utils.set_random_seed(training["seed"])
+    tokenizer = _tokenizer(model_config)
+    # Fail on a vocabulary without [CLS]/[SEP]/[MASK] before any corpus work.
+    for token_id in ("cls_token_id", "sep_token_id", "mask_token_id", "pad_token_id"):
+        getattr(tokenizer, token_id)
+    train, evaluation = build_datasets(recipe, tokenizer, log=log)
+
+    previous_policy = keras.config.dtype_policy()
+    set_mixed_precision(training["precision"])
+    try:
+        overrides = {"vocabulary_size": tokenizer.vocabulary_size(),
+                     **model_config["encoder_overrides"]}
+        pretrainer = BertPretrainer.from_preset(
+            model_config["preset"], load_weights=model_config["load_weights"],
+            next_sentence_prediction=model_config["next_sentence_prediction"], **overrides)
+        if pretrainer.encoder.max_sequence_length < data["max_seq_length"]:
+            raise RecipeError(
+                f"data.max_seq_length={data['max_seq_length']} exceeds the model's "
+                f"max_sequence_length={pretrainer.encoder.max_sequence_length}.")
+        name = optimizer_config.pop("name")
+        optimizer = create_optimizer(name, num_train_steps=training["num_train_steps"],
+                                     **optimizer_config)
+        pretrainer.compile(optimizer=loss_scaled(optimizer),
+                           run_eagerly=training["run_eagerly"],
+                           jit_compile=training["jit_compile"])
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
+
+    skip = completed_batches(output_dir, fit_arguments["steps_per_epoch"])
+    history_path = os.path.join(output_dir, "history.json")
+    start_step = skip // (accumulation or 1)
+    rows = []
+    if os.path.exists(history_path):
+        with open(history_path) as f:
+            rows = [r for r in json.load(f)["history"] if r["step"] <= start_step]
+    if skip:
+        log(f"Resuming from the backup in {output_dir} at step {start_step}.")
+    elif evaluation is not None:
+        scores = pretrainer.evaluate(evaluation, verbose=0, return_dict=True)
+        rows = [{"step": 0, **{f"val_{k}": float(v) for k, v in scores.items()}}]
+        _write_json(history_path, {"history": rows})
+    writer, rows = _history_callback(history_path, rows, accumulation or 1)
+    pretrainer.fit(
+        train.skip(skip), validation_data=evaluation, verbose=verbose, shuffle=False,
+        callbacks=[*training_callbacks(output_dir, training["log_every_n_steps"]), writer,
+                   *callbacks],
+        **fit_arguments)
+
+    model_path = os.path.join(output_dir, "pretrainer.keras")
+    pretrainer.save(model_path)
+    pretrainer.save_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer,
+                           lowercase=tokenizer.lowercase)
+    step = int(keras.ops.convert_to_numpy(pretrainer.optimizer.iterations)) // (accumulation or 1)
+    log(f"Done at step {step}: {output_dir}/history.json, {model_path}, "
+        f"{output_dir}/preset/")
+    return {"step": step, "history": rows, "model_path": model_path,
+            "preset_dir": os.path.join(output_dir, "preset")}

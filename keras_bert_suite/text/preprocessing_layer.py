@@ -1,0 +1,50 @@
+"""Base class for layers that run TensorFlow ops under every Keras backend.
+
+Text preprocessing is TensorFlow (+ tensorflow-text) code whatever the Keras backend is, so it
+runs in `tf.data` and inside exported SavedModels. These layers therefore take TensorFlow or
+Python inputs as they are (no conversion to the backend's tensors) and have no weights.
+"""
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+
+class PreprocessingLayer(keras.layers.Layer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True  # nothing to build: no weights
+
+
+def to_string_tensor(inputs, argument="inputs"):
+    """str / bytes / sequences / numpy arrays / tf string tensors -> a tf.string tensor."""
+    if isinstance(inputs, (tf.Tensor, tf.RaggedTensor)):
+        if inputs.dtype != tf.string:
+            raise ValueError(f"{argument} must be strings, got a {inputs.dtype.name} tensor. "
+                             "Pass raw text; token ids go to SegmentPacker instead.")
+        return inputs
+    if isinstance(inputs, (str, bytes)):
+        return tf.constant(inputs)
+    if isinstance(inputs, (list, tuple, np.ndarray)):
+        array = np.asarray(inputs, dtype=object)
+        bad = next((x for x in array.reshape(-1) if not isinstance(x, (str, bytes))), None)
+        if bad is not None:
+            raise ValueError(f"{argument} must be str or bytes (or a list of them); found "
+                             f"{bad!r} of type {type(bad).__name__}.")
+        return tf.constant(array, dtype=tf.string) if array.size else tf.zeros(array.shape, tf.string)
+    raise ValueError(f"{argument} must be str, bytes, a list of them, a numpy array or a tf.string "
+                     f"tensor; got {type(inputs).__name__}.")
+
+
+def in_graph():
+    """True inside tf.function / tf.data / SavedModel tracing, False when running eagerly."""
+    return not tf.executing_eagerly()
+
+
+def to_numpy_if_eager(structure):
+    """Eager results become numpy arrays, which every Keras backend's model accepts."""
+    if in_graph():
+        return structure
+    return tf.nest.map_structure(lambda t: t.numpy() if isinstance(t, tf.Tensor) else t, structure)

@@ -1,0 +1,73 @@
+"""BertPreprocessor: raw text (one segment or a pair) -> BertEncoder inputs."""
+
+import keras
+import tensorflow as tf
+
+from keras_bert_suite.text.packer import SegmentPacker
+from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
+from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
+from keras_bert_suite.text.preprocessing_layer import to_string_tensor
+from keras_bert_suite.text.tokenizer import BertTokenizer
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class BertPreprocessor(PreprocessingLayer):
+    """Tokenizes and packs text into {"token_ids", "segment_ids", "padding_mask"}.
+
+    Args:
+        tokenizer: a `BertTokenizer` (its vocabulary needs [CLS], [SEP] and [PAD]).
+        sequence_length: length of the packed rows.
+        truncate: "round_robin" or "longest_first" (see `SegmentPacker`).
+
+    Call: `x` is strings ([B] or a scalar) or a tuple `(a, b)` of strings for sentence pairs;
+    optional `y` and `sample_weight` pass through, so `ds.map(preprocessor)` works on
+    `(text, label)` datasets. Returns the dict (or `(dict, y[, sample_weight])`): int32
+    [B, sequence_length]; numpy arrays when called eagerly (e.g. on a Python list), tensors
+    inside tf.data, whatever the Keras backend.
+
+    For an unlabelled dataset of pairs, map `lambda a, b: preprocessor((a, b))`: two dataset
+    components are otherwise read as (x, y).
+    """
+
+    def __init__(self, tokenizer, sequence_length=128, truncate="round_robin", **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(tokenizer, BertTokenizer):
+            raise ValueError(f"tokenizer must be a BertTokenizer, got {type(tokenizer).__name__}.")
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.truncate = truncate
+        self.packer = SegmentPacker(
+            sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
+            tokenizer.pad_token_id, truncate=truncate)
+
+    @tf.autograph.experimental.do_not_convert  # plain TF code
+    def call(self, x, y=None, sample_weight=None):
+        segments = x if isinstance(x, tuple) else (x,)  # a list is a batch of texts
+        if len(segments) > 2:
+            raise ValueError(f"BertPreprocessor takes one text or a pair (a, b); got "
+                             f"{len(segments)} segments. Use SegmentPacker for more.")
+        ids = tuple(self.tokenizer(to_string_tensor(s, "x")) for s in segments)
+        packed = self.packer(ids)
+        return to_numpy_if_eager(keras.utils.pack_x_y_sample_weight(packed, y, sample_weight))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
+            "sequence_length": self.sequence_length,
+            "truncate": self.truncate,
+        })
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, sequence_length=128, truncate="round_robin", **tokenizer_kwargs):
+        """The preset's tokenizer (see `BertTokenizer.from_preset`) with a packer."""
+        tokenizer = BertTokenizer.from_preset(preset, **tokenizer_kwargs)
+        return cls(tokenizer, sequence_length=sequence_length, truncate=truncate)
+

@@ -1,0 +1,305 @@
+"""BertTokenizer: raw text -> WordPiece ids, in TensorFlow ops (tf.data, SavedModel, any backend).
+
+Semantics are those of Hugging Face `tokenizers`' BertWordPieceTokenizer (= transformers'
+BertTokenizer) with the same vocabulary and `max_input_chars_per_word`, which follow the
+original google-research/bert BasicTokenizer + WordpieceTokenizer:
+
+* clean: drop NUL, U+FFFD and control/format/private-use characters (not \\t \\n \\r);
+* CJK ideographs become one-character words;
+* uncased (`lowercase=True`): strip accents (NFD, drop non-spacing marks), then lower-case;
+  cased: neither;
+* split on white space and punctuation (Unicode P* and the ASCII symbols);
+* greedy longest-match-first WordPiece with "##" continuations; a word longer than
+  `max_input_chars_per_word` characters, or one the vocabulary cannot spell, is [UNK].
+
+Edge cases (all defined, none raise inside the graph): "" and white space only -> no ids;
+invalid UTF-8 -> each ill-formed sequence is replaced by U+FFFD and then dropped; control
+characters are dropped; emoji and other symbols are words of their own only when separated from
+letters (they are not punctuation), and [UNK] when the vocabulary lacks them; zero-width joiners
+(format characters) are dropped; a 100k-character text is tokenized like any other.
+
+One deliberate difference from Hugging Face: special-token strings in raw text ("[MASK]",
+"[SEP]", ...) are ordinary text, as in google-research/bert ("[", "mask", "]"); Hugging Face
+matches them as added tokens, which lets untrusted text inject [SEP] or [MASK]. Build
+special-token ids with the `*_token_id` properties instead.
+
+Two routes give the same ids: `call` drops removed characters, runs FastBertNormalize and
+FastWordpiece's one-op tokenizer on whole strings; rows that route cannot do exactly (see
+`normalizer.py`, or a long non-ASCII word) are recomputed one character at a time.
+`tokenize_with_offsets` uses the one-op route for plain ASCII rows, whose normalization keeps
+every byte in place, and the per-character route, which maps pieces back, for the rest.
+"""
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_suite.text import offset_alignment
+from keras_bert_suite.text import row_routing
+from keras_bert_suite.text import vocab_io
+from keras_bert_suite.text.normalizer import BertNormalizer
+from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
+from keras_bert_suite.text.preprocessing_layer import to_string_tensor
+from keras_bert_suite.text.word_splitter import WordSplitter
+from keras_bert_suite.text.wordpiece import WordPiece
+
+# The vocabulary an uncased built-in preset without one of its own falls back to
+# (bert-base-uncased's 30,522 tokens, as shipped with all-MiniLM-L6-v2).
+DEFAULT_UNCASED_CHECKPOINT = "all-MiniLM-L6-v2"
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class BertTokenizer(PreprocessingLayer):
+    """WordPiece tokenizer with original-BERT semantics.
+
+    Args:
+        vocabulary: path of a vocab.txt (one token per line, id = line number) or a list of
+            tokens. Must contain [UNK]; [CLS], [SEP], [PAD], [MASK] are needed by the packer
+            and masked-LM pretraining. Stored (as a list) in the layer config.
+        lowercase: True for uncased vocabularies (strip accents + lower-case).
+        max_input_chars_per_word: longer words become [UNK]. 200 as in google-research/bert
+            (Hugging Face's default is 100).
+
+    Call: strings [B] (or a scalar) -> int32 ids, a [B, None] `tf.RaggedTensor` (1-D for a
+    scalar). Python lists of str are accepted too; `encode_batch` returns Python lists.
+
+    Example:
+    >>> tokenizer = BertTokenizer.from_preset("minilm_l6_h384_uncased")
+    >>> tokenizer.encode_batch(["Hello, world!"])
+    [[7592, 1010, 2088, 999]]
+    """
+
+    def __init__(self, vocabulary, lowercase=True, max_input_chars_per_word=200, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(lowercase, (bool, np.bool_)):
+            raise ValueError(f"lowercase must be True or False, got {lowercase!r}.")
+        if (not isinstance(max_input_chars_per_word, (int, np.integer))
+                or isinstance(max_input_chars_per_word, bool) or max_input_chars_per_word < 1):
+            raise ValueError("max_input_chars_per_word must be a positive int, got "
+                             f"{max_input_chars_per_word!r}.")
+        self.vocabulary = vocab_io.load_vocabulary(vocabulary)
+        self.lowercase = bool(lowercase)
+        self.max_input_chars_per_word = int(max_input_chars_per_word)
+        self._token_index = {token: i for i, token in enumerate(self.vocabulary)}
+        self._normalizer = BertNormalizer(self.lowercase)
+        self._splitter = WordSplitter()
+        self._wordpiece = WordPiece(
+            self.vocabulary, vocab_io.UNKNOWN_TOKEN, self.max_input_chars_per_word)
+        self._eager_functions = {}
+
+    # === vocabulary ===
+
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def get_vocabulary(self):
+        return list(self.vocabulary)
+
+    def id_to_token(self, id):
+        if not isinstance(id, (int, np.integer)) or not 0 <= id < len(self.vocabulary):
+            raise ValueError(f"id must be an int in [0, {len(self.vocabulary)}), got {id!r}.")
+        return self.vocabulary[id]
+
+    def token_to_id(self, token):
+        if token not in self._token_index:
+            raise ValueError(f"{token!r} is not in the vocabulary (it would tokenize to "
+                             f"{vocab_io.UNKNOWN_TOKEN} or to several pieces).")
+        return self._token_index[token]
+
+    @property
+    def unknown_token_id(self):
+        return vocab_io.require_token(self._token_index, vocab_io.UNKNOWN_TOKEN, "WordPiece")
+
+    @property
+    def cls_token_id(self):
+        return vocab_io.require_token(self._token_index, vocab_io.CLS_TOKEN, "packing segments")
+
+    @property
+    def sep_token_id(self):
+        return vocab_io.require_token(self._token_index, vocab_io.SEP_TOKEN, "packing segments")
+
+    @property
+    def pad_token_id(self):
+        return vocab_io.require_token(self._token_index, vocab_io.PAD_TOKEN, "padding")
+
+    @property
+    def mask_token_id(self):
+        return vocab_io.require_token(self._token_index, vocab_io.MASK_TOKEN, "masked-LM pretraining")
+
+    # === in-graph tokenization ===
+
+    @tf.autograph.experimental.do_not_convert  # plain TF code; converting it only costs time
+    def call(self, inputs):
+        strings, restore = _flatten(to_string_tensor(inputs))
+        return restore(self._tokenize(strings))
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_with_offsets(self, inputs):
+        """Returns (ids, starts, ends), each shaped like `call`'s output.
+
+        Offsets are int64 BYTE offsets into the original UTF-8 string: `inputs[i][start:end]`
+        (bytes) is the text a piece came from, "##" excluded. For input that is not valid UTF-8
+        they refer to the string after each ill-formed sequence became U+FFFD. Pieces of one
+        word whose normalization changed its length are mapped character by character (see
+        offset_alignment.py), as the reference's alignments do.
+        """
+        strings, restore = _flatten(to_string_tensor(inputs))
+        ids, starts, ends = self._tokenize_with_offsets(strings)
+        return restore(ids), restore(starts), restore(ends)
+
+    @tf.autograph.experimental.do_not_convert
+    def detokenize(self, ids):
+        """ids [B, T] (ragged or dense) or [T] -> strings: pieces joined by spaces, "##" merged.
+
+        Special tokens are kept; nothing else is cleaned up (no space removal before
+        punctuation), so lower-casing, stripped accents and [UNK] are not undone.
+        """
+        ids = ids if isinstance(ids, tf.RaggedTensor) else tf.convert_to_tensor(ids)
+        tokens = tf.gather(tf.constant(self.vocabulary), tf.cast(ids, tf.int32))
+        joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+        return tf.strings.regex_replace(joined, " ##", "")
+
+    def _tokenize(self, strings):
+        """[B] strings -> [B, None] ids: one-op FastWordpiece, exact per-row fallback."""
+        normalized = self._normalizer.normalize_rows(strings)
+        ids = self._wordpiece.tokenize_text(normalized)
+        needs_exact = ~self._normalizer.fast_path_ok(strings) | self._byte_limit_may_differ(
+            normalized, ids)
+        (ids,) = row_routing.replace_rows(
+            (ids,), needs_exact, lambda rows: self._tokenize_exact(tf.gather(strings, rows))[:1])
+        return ids
+
+    def _tokenize_with_offsets(self, strings):
+        """[B] strings -> ids, starts, ends. Rows of plain ASCII text (no control characters)
+        normalize character for character, so FastWordpiece's offsets into the normalized row
+        are already offsets into the original; every other row takes the exact path."""
+        normalized = self._normalizer.normalize_rows(strings)
+        outputs = self._wordpiece.tokenize_text_with_offsets(normalized)
+        needs_exact = ~self._normalizer.aligned_one_to_one(strings)
+        return row_routing.replace_rows(
+            outputs, needs_exact,
+            lambda rows: self._tokenize_exact(tf.gather(strings, rows), with_offsets=True))
+
+    def _byte_limit_may_differ(self, normalized, ids):
+        """Rows where FastWordpiece's byte limit may have made [UNK] of a word that is within
+        the character limit: enough bytes, a non-ASCII character, and an [UNK]."""
+        byte_length = tf.strings.length(normalized, unit="BYTE")
+        candidates = (byte_length > self.max_input_chars_per_word) & (
+            tf.strings.length(normalized, unit="UTF8_CHAR") < byte_length)
+        rows = tf.where(candidates)[:, 0]  # few: only they are searched for [UNK]
+        has_unknown = tf.reduce_any(tf.equal(tf.gather(ids, rows), self.unknown_token_id), axis=1)
+        return tf.tensor_scatter_nd_update(tf.zeros_like(candidates), rows[:, None], has_unknown)
+
+    def _tokenize_exact(self, strings, with_offsets=False):
+        """The per-character route: exact for every input, and it knows where pieces came from."""
+        normalized = self._normalizer.normalize_chars(strings)
+        text = tf.strings.reduce_join(normalized.chars, axis=-1)  # [B]
+        words, word_starts, _ = self._splitter.split_with_offsets(text)  # [B, W]
+        piece_ids, piece_starts, piece_ends = self._wordpiece.tokenize_words_with_offsets(
+            words.values)  # [N_words, P]
+        ids = words.with_values(piece_ids).merge_dims(1, 2)  # [B, T]
+        if not with_offsets:
+            return (ids,)
+        word_start = tf.gather(word_starts.values, piece_ids.value_rowids())  # [N_pieces]
+        starts = ids.with_values(word_start + piece_starts.values)
+        ends = ids.with_values(word_start + piece_ends.values)
+        starts, ends = offset_alignment.to_original_offsets(starts, ends, normalized)
+        return ids, starts, ends
+
+    # === Python batch API ===
+
+    def encode_batch(self, texts):
+        """list of str -> list of lists of int ids (no special tokens)."""
+        ids = self._eager("ids", self._tokenize)(self._python_batch(texts))
+        return ids.to_list()
+
+    def encode_batch_with_offsets(self, texts):
+        """list of str -> (ids, offsets): offsets[i][j] = (start, end) CHARACTER offsets into
+        texts[i] (Python str indices, as `tokenizers` reports them)."""
+        texts = self._check_texts(texts)
+        ids, starts, ends = self._eager("offsets", self._tokenize_with_offsets)(
+            self._python_batch(texts))
+        offsets = []
+        for text, row_starts, row_ends in zip(texts, starts.to_list(), ends.to_list()):
+            to_char = _byte_to_char_index(text)
+            offsets.append([(to_char[s], to_char[e]) for s, e in zip(row_starts, row_ends)])
+        return ids.to_list(), offsets
+
+    def _check_texts(self, texts):
+        if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
+            raise ValueError(f"texts must be a list of str, got {type(texts).__name__} "
+                             "(wrap a single text in a list).")
+        for text in texts:
+            if not isinstance(text, str):
+                raise ValueError(f"texts must be a list of str; found {type(text).__name__}.")
+        return texts
+
+    def _python_batch(self, texts):
+        texts = self._check_texts(texts)
+        return tf.constant([t.encode("utf-8", "surrogatepass") for t in texts], tf.string,
+                           shape=[len(texts)])
+
+    def _eager(self, name, fn):
+        # One traced graph per method: eager op-by-op dispatch would dominate small batches.
+        if name not in self._eager_functions:
+            self._eager_functions[name] = tf.function(
+                fn, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+        return self._eager_functions[name]
+
+    # === Keras plumbing ===
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "vocabulary": list(self.vocabulary),
+            "lowercase": self.lowercase,
+            "max_input_chars_per_word": self.max_input_chars_per_word,
+        })
+        return config
+
+    @classmethod
+    def from_preset(cls, preset, vocabulary=None, **kwargs):
+        """A built-in preset name or a checkpoint directory (ours, Hugging Face, Google BERT).
+
+        The checkpoint's vocab.txt and casing are used; an uncased architecture-only preset
+        gets the standard bert-base-uncased vocabulary. `vocabulary=` overrides either.
+        """
+        from keras_bert_suite.models.presets import resolve_checkpoint
+
+        checkpoint = resolve_checkpoint(preset, load_weights=False)
+        kwargs.setdefault("lowercase", checkpoint.lowercase)
+        if vocabulary is None:
+            vocabulary = checkpoint.vocabulary_path
+        if vocabulary is None:
+            if not kwargs["lowercase"]:
+                raise ValueError(
+                    f"Preset {preset!r} is a cased architecture without a vocabulary of its own, "
+                    "and there is no packaged cased one. Pass vocabulary= (a vocab.txt path or "
+                    "a list of tokens), e.g. one made by keras_bert_suite.text.learn_vocabulary.")
+            from keras_bert_suite.checkpoints import packaged_checkpoint_dir
+
+            vocabulary = os.path.join(packaged_checkpoint_dir(DEFAULT_UNCASED_CHECKPOINT), "vocab.txt")
+        return cls(vocabulary, **kwargs)
+
+
+def _flatten(strings):
+    """Accepts a scalar or a vector of strings; returns [B] and a function restoring the rank."""
+    rank = strings.shape.rank
+    if isinstance(strings, tf.RaggedTensor) or rank is None or rank > 1:
+        raise ValueError(
+            "BertTokenizer takes a scalar string or a 1-D batch of strings, got shape "
+            f"{strings.shape}. Flatten the batch (or map the tokenizer before batching).")
+    if rank == 1:
+        return strings, lambda result: result
+    return tf.reshape(strings, [1]), lambda result: result.values
+
+
+def _byte_to_char_index(text):
+    """Array mapping every UTF-8 byte offset of `text` (0..len inclusive) to a str index."""
+    if text.isascii():
+        return range(len(text) + 1)
+    sizes = np.array([len(c.encode("utf-8", "surrogatepass")) for c in text], np.int64)
+    index = np.repeat(np.arange(len(text)), sizes)
+    return np.append(index, len(text))

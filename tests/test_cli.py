@@ -1,0 +1,57 @@
+"""The `kbs` command line and the demo's search pipeline."""
+
+import json
+
+import numpy as np
+import pytest
+
+from keras_bert_suite import cli, demo
+from keras_bert_suite.models.presets import PRESETS
+
+
+def test_presets_lists_every_builtin(capsys):
+    cli.main(["presets"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(PRESETS)
+    assert any(line.startswith("minilm_l6_h384_uncased ") and "real pretrained" in line
+               for line in lines)
+
+
+@pytest.mark.backend_independent
+def test_tokenize_prints_exact_wordpieces(capsys):
+    cli.main(["tokenize", "Unaffable héros!"])
+    row = json.loads(capsys.readouterr().out)
+    assert row["tokens"] == ["una", "##ffa", "##ble", "hero", "##s", "!"]
+    assert row["token_ids"] == [14477, 20961, 3468, 5394, 2015, 999]
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_convert_writes_a_preset_that_reproduces_the_checkpoint(tmp_path, minilm_dir):
+    from keras_bert_suite import BertEncoder
+
+    cli.main(["convert", minilm_dir, str(tmp_path / "minilm")])
+    ids = np.array([[101, 7592, 2088, 102]], "int32")
+    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": np.ones_like(ids)}
+    original = BertEncoder.from_preset(minilm_dir).predict_on_batch(inputs)
+    converted = BertEncoder.from_preset(str(tmp_path / "minilm")).predict_on_batch(inputs)
+    np.testing.assert_array_equal(np.asarray(converted["sequence_output"]),
+                                  np.asarray(original["sequence_output"]))
+    assert (tmp_path / "minilm" / "vocab.txt").read_text().splitlines()[101] == "[CLS]"
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_demo_search_finds_paraphrased_sentences(sotu_files):
+    """Lower-cased, punctuation-free copies of corpus sentences retrieve their originals."""
+    from keras_bert_suite import BertEncoder, BertPreprocessor
+
+    encoder = BertEncoder.from_preset(demo.PRESET)
+    preprocessor = BertPreprocessor.from_preset(demo.PRESET, sequence_length=64)
+    corpus = [text for text, _ in demo.sotu_sentences(300)]
+    vectors = demo.mean_pooled_embeddings(encoder, preprocessor, corpus, progress=False)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    queries = ["".join(c for c in text.lower() if c.isalnum() or c == " ") for text in corpus[:40]]
+    query_vectors = demo.mean_pooled_embeddings(encoder, preprocessor, queries, progress=False)
+    top1 = np.argmax(query_vectors @ vectors.T, axis=1)
+    assert np.mean(top1 == np.arange(40)) >= 0.95
