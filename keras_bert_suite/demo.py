@@ -30,7 +30,8 @@ def mean_pooled_embeddings(encoder, preprocessor, texts, batch_size=64, progress
     bar = keras.utils.Progbar(len(texts), unit_name="sentence") if progress else None
     for start in range(0, len(texts), batch_size):
         inputs = preprocessor(texts[start:start + batch_size])
-        sequence = encoder.predict_on_batch(inputs)["sequence_output"]
+        # predict_on_batch returns numpy on some backends; compute in backend tensors.
+        sequence = ops.convert_to_tensor(encoder.predict_on_batch(inputs)["sequence_output"])
         mask = ops.cast(ops.convert_to_tensor(inputs["padding_mask"]), sequence.dtype)[..., None]
         pooled = ops.sum(sequence * mask, axis=1) / ops.maximum(ops.sum(mask, axis=1), 1.0)
         batches.append(ops.convert_to_numpy(ops.normalize(pooled, axis=-1)))

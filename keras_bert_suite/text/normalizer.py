@@ -6,12 +6,13 @@ strip accents (NFD, drop non-spacing marks) and then lower-case (Rust `char::to_
 
 Two implementations with the same result:
 
-* `normalize_rows` works on whole strings with two big ops: one regex drops the removed
-  characters, then tf-text's FastBertNormalize (a per-code-point table: white space to " ",
-  and NFKC case folding + accent stripping when uncased). It is exact for rows that pass
-  `fast_path_ok`: valid UTF-8 without the characters where FastBertNormalize disagrees with
-  the reference (ligatures, full-width and other compatibility characters, private use, ...)
-  or where FastWordpiece's built-in word splitting would (see `char_tables.py`).
+* `normalize_rows` works on whole strings with few big ops: one regex full match finds the
+  rows it can do exactly, tf-text's FastBertNormalize (a per-code-point table: white space to
+  " ", and NFKC case folding + accent stripping when uncased) normalizes them, and the
+  characters cleaning removes are dropped first by a regex run only on the rows that have any.
+  Exact rows are valid UTF-8 without the characters where FastBertNormalize disagrees with the
+  reference (ligatures, full-width and other compatibility characters, ...) or where
+  FastWordpiece's built-in word splitting would (see `char_tables.py`).
 * `normalize_chars` normalizes each character on its own with ICU (NFD, drop marks, lower-case)
   and fixes the few characters where ICU's Unicode data differs from the reference's from a
   table. It is exact for every input and gives each output character's source span, which is
@@ -23,7 +24,7 @@ one-character word, like punctuation), and `normalize_chars` keeps white space c
 they are (each one separates words). Offsets stay simpler that way.
 
 Invalid UTF-8: `normalize_chars` decodes with replacement, so each ill-formed sequence becomes
-U+FFFD, which cleaning then drops, as BERT drops U+FFFD. `fast_path_ok` is False for such rows.
+U+FFFD, which cleaning then drops, as BERT drops U+FFFD; `normalize_rows` calls such rows inexact.
 
 Known limit: neither path reorders a run of two or more combining marks that survive accent
 stripping and are not in canonical order (rare marks of recent Unicode versions that the
@@ -56,8 +57,11 @@ class BertNormalizer:
                     else char_tables.FAST_PATH_EXCLUDED_CASED)
         self._dropped_regex = char_classes.regex_class(char_tables.DROPPED)
         self._marks_regex = char_classes.regex_class(char_tables.STRIPPED_MARKS)
-        # Positive class of every allowed scalar value: also rejects ill-formed UTF-8.
-        self._fast_path_regex = char_classes.regex_class(char_classes.valid_complement(excluded)) + "*"
+        # Positive classes of every allowed scalar value: they also reject ill-formed UTF-8.
+        allowed = char_classes.valid_complement(excluded)
+        self._fast_path_regex = char_classes.regex_class(allowed) + "*"
+        self._clean_fast_path_regex = char_classes.regex_class(char_classes.valid_complement(
+            char_classes.union(excluded, char_tables.DROPPED))) + "*"
         # Plain ASCII that cleaning keeps maps character for character (at most lower-cased).
         self._one_to_one_regex = char_classes.regex_class(
             char_classes.valid_complement(char_classes.union(
@@ -76,27 +80,39 @@ class BertNormalizer:
 
     # === whole rows ===
 
-    def fast_path_ok(self, strings):
-        """[B] bool: rows whose whole-string normalization is exact."""
-        return tf.strings.regex_full_match(strings, self._fast_path_regex)
-
     def aligned_one_to_one(self, strings):
         """[B] bool: rows whose normalization keeps every byte in place (plain ASCII text)."""
         return tf.strings.regex_full_match(strings, self._one_to_one_regex)
 
     def normalize_rows(self, strings):
-        """[B] normalized strings; exact only where `fast_path_ok` holds."""
-        # FastBertNormalize would turn control characters into spaces; the reference drops them.
-        return self._fast_normalizer.normalize(
-            tf.strings.regex_replace(strings, self._dropped_regex, ""))
+        """[B] strings -> (normalized [B], exact [B] bool): the whole-row route, and the rows
+        where it equals the reference."""
+        clean = tf.strings.regex_full_match(strings, self._clean_fast_path_regex)
+
+        def drop_removed_characters():  # only rows with control/format characters, rare text
+            rows = tf.where(~clean)[:, 0]
+            unclean = tf.gather(strings, rows)
+            exact = tf.tensor_scatter_nd_update(
+                clean, rows[:, None], tf.strings.regex_full_match(unclean, self._fast_path_regex))
+            # FastBertNormalize would turn control characters into spaces; the reference drops
+            # them. (Not a regex over every row: that copies every string, and RE2's replace
+            # serializes parallel tf.data calls.)
+            text = tf.tensor_scatter_nd_update(
+                strings, rows[:, None], tf.strings.regex_replace(unclean, self._dropped_regex, ""))
+            return text, exact
+
+        text, exact = tf.cond(
+            tf.reduce_all(clean), lambda: (strings, clean), drop_removed_characters)
+        return self._fast_normalizer.normalize(text), exact
 
     def normalize_exactly(self, strings):
-        """[B] normalized strings, exact for every row: the whole-row ops where they are exact,
+        """[B] normalized strings, exact for every row: the whole-row route where it is exact,
         the per-character route for the other rows."""
-        rows = tf.where(~self.fast_path_ok(strings))[:, 0]
-        exact = tf.strings.reduce_join(
-            self.normalize_chars(tf.gather(strings, rows)).chars, axis=-1)
-        return tf.tensor_scatter_nd_update(self.normalize_rows(strings), rows[:, None], exact)
+        normalized, exact = self.normalize_rows(strings)
+        rows = tf.where(~exact)[:, 0]
+        chars = self.normalize_chars(tf.gather(strings, rows)).chars
+        return tf.tensor_scatter_nd_update(
+            normalized, rows[:, None], tf.strings.reduce_join(chars, axis=-1))
 
     # === one character at a time ===
 

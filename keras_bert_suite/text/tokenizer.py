@@ -23,8 +23,8 @@ One deliberate difference from Hugging Face: special-token strings in raw text (
 matches them as added tokens, which lets untrusted text inject [SEP] or [MASK]. Build
 special-token ids with the `*_token_id` properties instead.
 
-Two routes give the same ids: `call` drops removed characters, runs FastBertNormalize and
-FastWordpiece's one-op tokenizer on whole strings; rows that route cannot do exactly (see
+Two routes give the same ids: `call` runs FastBertNormalize and FastWordpiece's one-op
+tokenizer on whole strings; rows that route cannot do exactly (see
 `normalizer.py`, or a long non-ASCII word) are recomputed one character at a time.
 `tokenize_with_offsets` uses the one-op route for plain ASCII rows, whose normalization keeps
 every byte in place, and the per-character route, which maps pieces back, for the rest.
@@ -163,10 +163,9 @@ class BertTokenizer(PreprocessingLayer):
 
     def _tokenize(self, strings):
         """[B] strings -> [B, None] ids: one-op FastWordpiece, exact per-row fallback."""
-        normalized = self._normalizer.normalize_rows(strings)
+        normalized, exact = self._normalizer.normalize_rows(strings)
         ids = self._wordpiece.tokenize_text(normalized)
-        needs_exact = ~self._normalizer.fast_path_ok(strings) | self._byte_limit_may_differ(
-            normalized, ids)
+        needs_exact = ~exact | self._byte_limit_may_differ(normalized, ids)
         (ids,) = row_routing.replace_rows(
             (ids,), needs_exact, lambda rows: self._tokenize_exact(tf.gather(strings, rows))[:1])
         return ids
@@ -175,7 +174,7 @@ class BertTokenizer(PreprocessingLayer):
         """[B] strings -> ids, starts, ends. Rows of plain ASCII text (no control characters)
         normalize character for character, so FastWordpiece's offsets into the normalized row
         are already offsets into the original; every other row takes the exact path."""
-        normalized = self._normalizer.normalize_rows(strings)
+        normalized, _ = self._normalizer.normalize_rows(strings)
         outputs = self._wordpiece.tokenize_text_with_offsets(normalized)
         needs_exact = ~self._normalizer.aligned_one_to_one(strings)
         return row_routing.replace_rows(
