@@ -19,7 +19,15 @@ def replace_rows(raggeds, mask, recompute):
         batch = tf.shape(mask, out_type=tf.int64)[0]
         position = tf.cumsum(tf.cast(mask, tf.int64), exclusive=True)
         source = tf.where(mask, batch + position, tf.range(batch))
-        return tuple(tf.gather(tf.concat([old, new], axis=0), source)
-                     for old, new in zip(raggeds, replacements))
+        return _components(tuple(tf.gather(tf.concat([old, new], axis=0), source)
+                                 for old, new in zip(raggeds, replacements)))
 
-    return tf.cond(tf.reduce_any(mask), merged, lambda: raggeds)
+    # The cond passes plain tensors: ragged outputs would be boxed into one variant per row
+    # and unboxed again, which costs more than the tokenization itself inside tf.data.
+    row_splits, *values = tf.cond(
+        tf.reduce_any(mask), merged, lambda: _components(raggeds))
+    return tuple(tf.RaggedTensor.from_row_splits(v, row_splits, validate=False) for v in values)
+
+
+def _components(raggeds):
+    return [raggeds[0].row_splits] + [r.values for r in raggeds]

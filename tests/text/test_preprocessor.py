@@ -93,14 +93,25 @@ def test_bad_arguments(small_tokenizer):
         preprocessor([1, 2])
 
 
-def test_keras_round_trip_and_from_preset(tmp_path):
-    preprocessor = BertPreprocessor.from_preset("bert_tiny_uncased", sequence_length=12,
-                                                truncate="longest_first")
+def test_keras_round_trip(small_tokenizer, tmp_path):
+    preprocessor = BertPreprocessor(small_tokenizer, sequence_length=12, truncate="longest_first")
     path = str(tmp_path / "preprocessor.keras")
     keras.saving.save_model(preprocessor, path)
     restored = keras.saving.load_model(path)
     assert isinstance(restored, BertPreprocessor) and isinstance(restored.tokenizer, BertTokenizer)
     assert restored.sequence_length == 12 and restored.truncate == "longest_first"
-    texts = (["Hello there, General Kenobi!"], ["You are a bold one."])
+    assert restored.tokenizer.get_config() == small_tokenizer.get_config()
+    texts = (["The quick brown fox jumps over the lazy dog"], ["unaffable dog"])
     for name, value in preprocessor(texts).items():
         np.testing.assert_array_equal(restored(texts)[name], value)
+
+
+@pytest.mark.backend_independent
+@pytest.mark.real
+def test_from_preset():
+    preprocessor = BertPreprocessor.from_preset("bert_tiny_uncased", sequence_length=12)
+    assert preprocessor.tokenizer.vocabulary_size() == 30522
+    out = preprocessor(["Hello there, General Kenobi!"])
+    np.testing.assert_array_equal(out["token_ids"][0, :4], [101, 7592, 2045, 1010])
+    with pytest.raises(ValueError, match="Pass vocabulary="):
+        BertPreprocessor.from_preset("bert_base_cased")
