@@ -6,8 +6,11 @@ Only one worker computes at a time, and rounds go A B A B ..., so the shared, no
 slows every contestant alike and the ratios stay meaningful.
 """
 
+import argparse
+import datetime
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -75,3 +78,22 @@ def thread_env(threads):
             "TF_NUM_INTEROP_THREADS": "1", "RAYON_NUM_THREADS": value,
             "XLA_FLAGS": f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={value}",
             "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def bench_parser(description, shapes, default_shapes, default_rounds, worker_kinds):
+    """The command line every interleaved benchmark shares (+ hidden worker flags)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--shapes", nargs="+", default=default_shapes, choices=shapes)
+    parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--rounds", type=int, default=default_rounds)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--worker", choices=worker_kinds, help=argparse.SUPPRESS)
+    parser.add_argument("--shape", help=argparse.SUPPRESS)
+    return parser
+
+
+def results_header(threads, **details):
+    """Date and machine facts that every results JSON starts with."""
+    return {"date": datetime.date.today().isoformat(),
+            "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+            "threads": threads, **details}

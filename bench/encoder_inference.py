@@ -12,11 +12,8 @@ Each Keras library is timed as a user calls it: `model.predict_on_batch(inputs)`
 the default compile settings and with `jit_compile=True` (XLA on TensorFlow and JAX).
 """
 
-import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -131,22 +128,14 @@ def run(shape_name, rounds, threads, backends):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=["minilm", "base"], choices=SHAPES)
-    parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--worker", choices=["keras", "torch"], help=argparse.SUPPRESS)
-    parser.add_argument("--shape", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = _workers.bench_parser(__doc__.splitlines()[0], SHAPES, ["minilm", "base"], 5,
+                                 ["keras", "torch"]).parse_args()
     if args.worker == "keras":
         return keras_worker(args.shape)
     if args.worker == "torch":
         return torch_worker(args.shape, args.threads)
 
-    results = {"date": datetime.date.today().isoformat(), "machine": platform.processor() or
-               platform.machine(), "cpus": os.cpu_count(), "threads": args.threads,
-               "batch": BATCH, "sequence_length": LENGTH, "shapes": []}
+    results = _workers.results_header(args.threads, batch=BATCH, sequence_length=LENGTH, shapes=[])
     for shape_name in args.shapes:
         result = run(shape_name, args.rounds, args.threads, args.backends)
         results["shapes"].append(result)

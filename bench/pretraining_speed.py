@@ -42,11 +42,8 @@ compared with the fastest model's examples/s (the pipeline must be faster).
 Results go to stdout and bench/results/pretraining_speed.json.
 """
 
-import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -265,14 +262,8 @@ def print_table(result, threads):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+", default=["mini"], choices=SHAPES)
-    parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--worker", choices=["keras", "torch", "pipeline"], help=argparse.SUPPRESS)
-    parser.add_argument("--shape", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = _workers.bench_parser(__doc__.splitlines()[0], SHAPES, ["mini"], 2,
+                                 ["keras", "torch", "pipeline"]).parse_args()
     if args.worker == "keras":
         return keras_worker(args.shape)
     if args.worker == "torch":
@@ -280,10 +271,9 @@ def main():
     if args.worker == "pipeline":
         return pipeline_worker()
 
-    results = {"date": datetime.date.today().isoformat(), "machine": platform.processor() or
-               platform.machine(), "cpus": os.cpu_count(), "threads": args.threads,
-               "batch": BATCH, "sequence_length": LENGTH, "predictions": PREDICTIONS,
-               "vocabulary": VOCABULARY, "shapes": []}
+    results = _workers.results_header(
+        args.threads, batch=BATCH, sequence_length=LENGTH, predictions=PREDICTIONS,
+        vocabulary=VOCABULARY, shapes=[])
     env = _workers.thread_env(args.threads)
     pipeline = _workers.Worker([os.path.abspath(__file__), "--worker", "pipeline"],
                                {**env, "KERAS_BACKEND": "tensorflow"})

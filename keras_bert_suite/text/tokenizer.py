@@ -265,7 +265,7 @@ class BertTokenizer(PreprocessingLayer):
         The checkpoint's vocab.txt and casing are used; an uncased architecture-only preset
         gets the standard bert-base-uncased vocabulary. `vocabulary=` overrides either.
         """
-        from keras_bert_suite.models.presets import resolve_checkpoint
+        from keras_bert_suite.checkpoints.presets import resolve_checkpoint
 
         checkpoint = resolve_checkpoint(preset, load_weights=False)
         kwargs.setdefault("lowercase", checkpoint.lowercase)
