@@ -21,10 +21,10 @@ def _demo(args):
 
 def _convert(args):
     from keras_bert_suite import BertEncoder
-    from keras_bert_suite.models.presets import resolve_checkpoint
+    from keras_bert_suite.models.presets import encoder_from_checkpoint, resolve_checkpoint
 
-    checkpoint = resolve_checkpoint(args.checkpoint)
-    encoder = BertEncoder.from_preset(args.checkpoint)
+    checkpoint = resolve_checkpoint(args.checkpoint)  # read once: config, weights and vocab
+    encoder = encoder_from_checkpoint(BertEncoder, checkpoint, args.checkpoint)
     encoder.save_preset(args.output, vocabulary=checkpoint.vocabulary_path,
                         lowercase=checkpoint.lowercase)
     print(f"Converted {checkpoint.format} checkpoint {args.checkpoint} -> {args.output}")
