@@ -54,7 +54,7 @@ def _pretrain(args):
     recipe = recipe_runner.load_recipe(args.recipe, overrides=args.set)
     output = args.output or os.path.join("runs", recipe["name"])
     print(f"Recipe {recipe['name']} -> {output}", file=sys.stderr)
-    recipe_runner.run_pretraining(recipe, output)
+    recipe_runner.run_recipe(recipe, output, command="pretrain")
 
 
 def build_parser():

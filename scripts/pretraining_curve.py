@@ -47,7 +47,7 @@ def main(argv=None):
     summary = recipe_runner.run_pretraining(recipe, args.output, verbose=2)
     seconds = time.perf_counter() - start
     _, evaluation = recipe_runner.build_datasets(
-        recipe, recipe_runner._tokenizer(recipe["model"]), log=lambda *_: None)
+        recipe, recipe_runner.pretraining.recipe_tokenizer(recipe["model"]), log=lambda *_: None)
     nsp_chance, num_pairs = nsp_majority_rate(evaluation)
 
     rows = [r for r in summary["history"] if "val_mlm_logits_accuracy" in r]

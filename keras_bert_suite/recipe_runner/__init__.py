@@ -1,0 +1,48 @@
+"""The one recipe runner behind `kbs pretrain` and `kbs finetune`.
+
+    recipe = load_recipe("pretrain_cpu_smoke", overrides=["training.num_train_steps=20"])
+    summary = run_recipe(recipe, "runs/smoke")
+
+recipe.py loads and overrides recipe files; each task's module holds its schema (keys and
+defaults) and its run function. A recipe's "task" key picks the module.
+"""
+
+import os
+
+from keras_bert_suite.recipe_runner import pretraining
+from keras_bert_suite.recipe_runner.pretraining import build_datasets, run_pretraining
+from keras_bert_suite.recipe_runner.recipe import (
+    RECIPES_DIR,
+    RecipeError,
+    apply_recipe,
+    parse_override,
+    read_recipe_file,
+    resolve_recipe_path,
+)
+
+# task -> (schema, run function, the `kbs` command that runs it)
+TASKS = {
+    "pretrain": (pretraining.SCHEMA, run_pretraining, "pretrain"),
+}
+
+
+def load_recipe(name_or_path, overrides=()):
+    """The recipe file merged over its task's defaults, then `overrides` ("key=value")."""
+    path = resolve_recipe_path(name_or_path)
+    values = read_recipe_file(path)
+    task = values.get("task", "pretrain")
+    if task not in TASKS:
+        raise RecipeError(f"Recipe {path}: unknown task {task!r}; known tasks: "
+                          f"{', '.join(sorted(TASKS))}.")
+    recipe = apply_recipe(TASKS[task][0], values, overrides, source=path)
+    recipe["name"] = os.path.splitext(os.path.basename(path))[0]
+    return recipe
+
+
+def run_recipe(recipe, output_dir, command=None, **kwargs):
+    """Runs a loaded recipe; `command` ("pretrain"/"finetune") checks it is the right kind."""
+    schema, run, expected_command = TASKS[recipe["task"]]
+    if command is not None and command != expected_command:
+        raise RecipeError(f"`kbs {command}` cannot run recipe {recipe['name']!r}: its task "
+                          f"{recipe['task']!r} runs with `kbs {expected_command}`.")
+    return run(recipe, output_dir, **kwargs)
