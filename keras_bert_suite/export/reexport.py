@@ -1,0 +1,56 @@
+"""Re-export in a KERAS_BACKEND=tensorflow subprocess (models trained on JAX or PyTorch).
+
+JAX exports carry XlaCallModule, which stock TF Serving refuses, and PyTorch cannot export a
+SavedModel in Keras 3.15; a `.keras` file reloaded under TensorFlow gives the same numbers
+(~1e-9) and a plain TF graph. Run as `python -m keras_bert_suite.export.reexport spec.json`.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def reexport_in_tensorflow(model, directory, task, preprocessor, label_names, options,
+                           model_name, write_warmup=True):
+    """Saves `model` (.keras) and `preprocessor` (config JSON), then writes the SavedModel to
+    `directory` from a TensorFlow-backend Python process."""
+    import keras
+
+    with tempfile.TemporaryDirectory() as work:
+        model_path = os.path.join(work, "model.keras")
+        model.save(model_path)
+        spec = {"model": model_path, "directory": directory, "task": task,
+                "preprocessor": keras.saving.serialize_keras_object(preprocessor),
+                "label_names": label_names, "options": options, "model_name": model_name,
+                "write_warmup": write_warmup}
+        spec_path = os.path.join(work, "spec.json")
+        with open(spec_path, "w") as f:
+            json.dump(spec, f)
+        env = dict(os.environ, KERAS_BACKEND="tensorflow")
+        result = subprocess.run([sys.executable, "-m", "keras_bert_suite.export.reexport",
+                                 spec_path], env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"Re-exporting from a TensorFlow-backend process failed "
+                           f"(exit {result.returncode}):\n{result.stderr[-3000:]}")
+
+
+def main(spec_path):
+    import keras
+
+    import keras_bert_suite  # noqa: F401  registers the serializable classes
+    import keras_bert_suite.models  # noqa: F401
+    from keras_bert_suite.export.archive import write_saved_model
+
+    with open(spec_path) as f:
+        spec = json.load(f)
+    model = keras.saving.load_model(spec["model"], compile=False)
+    preprocessor = keras.saving.deserialize_keras_object(spec["preprocessor"])
+    write_saved_model(model, spec["directory"], spec["task"], preprocessor,
+                      spec["label_names"], spec["options"], spec["model_name"],
+                      spec["write_warmup"])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

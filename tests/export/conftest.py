@@ -1,0 +1,58 @@
+"""Shared pieces of the export tests: real text, awkward strings, the serving-host runner."""
+
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+SERVING_HOST = os.path.join(os.path.dirname(__file__), "serving_host.py")
+
+# A random 2-layer BERT (architecture only) keeps exports fast; MiniLM brings real weights.
+PRESET = "bert_uncased_L-2_H-128_A-2"
+SEQUENCE_LENGTH = 32
+SENTIMENT = ["rotten", "fresh"]
+NER_TAGS = ["O", "B-person", "I-person", "B-location", "I-location"]
+
+# Strings a server must answer (not error on): empty, invalid UTF-8, control characters, emoji.
+AWKWARD_TEXTS = [
+    b"",
+    b"caf\xc3 \xff\xfe broken \xed\xa0\x80 bytes",
+    "tab\there\x00nul \x07bell \x1b[31mansi\r\n".encode(),
+    "emoji 😀👍🏽 family 👨‍👩‍👧 flags 🇫🇷 mixed😀words".encode(),
+    "[CLS] [SEP] [MASK] \u200b zero width".encode(),
+]
+
+
+@pytest.fixture(scope="session")
+def real_sentences(sotu_files):
+    """A few real sentences and one real 100,000-character text (State of the Union)."""
+    with open(sotu_files[-1], encoding="utf-8") as f:
+        text = f.read()
+    sentences = [s.strip() + "." for s in text.split(".") if 40 < len(s.strip()) < 200][:6]
+    long_text = " ".join(open(p, encoding="utf-8").read() for p in sotu_files[:12])[:100_000]
+    assert len(long_text) == 100_000
+    return sentences, long_text
+
+
+def as_strings(values):
+    return np.array([v if isinstance(v, bytes) else v.encode("utf-8") for v in values], object)
+
+
+def run_on_serving_host(requests, tmp_dir):
+    """Runs requests (see serving_host.py) in one fresh TF-only process started outside the
+    repository; returns (results, leaked module names)."""
+    requests_path = os.path.join(tmp_dir, "requests.pkl")
+    results_path = os.path.join(tmp_dir, "results.pkl")
+    with open(requests_path, "wb") as f:
+        pickle.dump(requests, f)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    completed = subprocess.run([sys.executable, SERVING_HOST, requests_path, results_path],
+                               cwd=tmp_dir, env=env, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    with open(results_path, "rb") as f:
+        answer = pickle.load(f)
+    return answer["results"], answer["leaked_modules"]

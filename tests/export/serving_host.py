@@ -1,0 +1,61 @@
+"""Runs SavedModels the way a serving host does: only tensorflow and tensorflow_text.
+
+Run as `python serving_host.py requests.pkl results.pkl` from a directory outside the repo.
+keras_bert_suite (and jax, torch, transformers) are made unimportable, so an export that
+still needs our Python code fails here. One process answers every request of a test module
+(TensorFlow takes seconds to import). Requests: a list of dicts {"export", "signature",
+"inputs": {name: numpy array}} or {"export", "show": True} (saved_model_cli show --all).
+Results: the same list with {output name: numpy array}, or {"show": text}, or {"error": ...}.
+"""
+
+import contextlib
+import importlib.abc
+import io
+import pickle
+import sys
+
+BLOCKED = ("keras_bert_suite", "tests", "jax", "jaxlib", "torch", "transformers", "keras_hub")
+# keras is not blocked: `import tensorflow` itself imports it when it is installed (TF's
+# lazy tf.keras probing). Our code never needs it here: keras_bert_suite cannot be imported.
+MUST_NOT_IMPORT = BLOCKED
+
+
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is not installed on this serving host")
+        return None
+
+
+def main(requests_path, results_path):
+    sys.meta_path.insert(0, Blocker())
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  registers the tokenizer ops, as TF Serving links them
+    from tensorflow.python.tools import saved_model_cli
+
+    with open(requests_path, "rb") as f:
+        requests = pickle.load(f)
+    loaded, results = {}, []
+    for request in requests:
+        try:
+            if request.get("show"):
+                out = io.StringIO()
+                sys.argv = ["saved_model_cli", "show", "--dir", request["export"], "--all"]
+                with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+                    saved_model_cli.main()  # ends with sys.exit
+                results.append({"show": out.getvalue()})
+                continue
+            if request["export"] not in loaded:
+                loaded[request["export"]] = tf.saved_model.load(request["export"])
+            function = loaded[request["export"]].signatures[request["signature"]]
+            outputs = function(**{k: tf.constant(v) for k, v in request["inputs"].items()})
+            results.append({k: v.numpy() for k, v in outputs.items()})
+        except Exception as error:  # reported to the test, which fails with the message
+            results.append({"error": f"{type(error).__name__}: {error}"})
+    leaked = sorted(m for m in sys.modules if m.split(".")[0] in MUST_NOT_IMPORT)
+    with open(results_path, "wb") as f:
+        pickle.dump({"results": results, "leaked_modules": leaked}, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
