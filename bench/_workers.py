@@ -31,7 +31,7 @@ def serve(contestants):
             start = time.perf_counter()
             contestants[name]()
             times.append(time.perf_counter() - start)
-        print(json.dumps({"seconds": statistics.median(times)}), flush=True)
+        print(json.dumps({"seconds": statistics.median(times), "samples": times}), flush=True)
 
 
 class Worker:
@@ -55,6 +55,12 @@ class Worker:
         self.process.stdin.write(json.dumps({"time": name, "repeats": repeats}) + "\n")
         self.process.stdin.flush()
         return self._read()["seconds"]
+
+    def samples(self, name, repeats):
+        """The seconds of each of REPEATS calls (for percentiles)."""
+        self.process.stdin.write(json.dumps({"time": name, "repeats": repeats}) + "\n")
+        self.process.stdin.flush()
+        return self._read()["samples"]
 
     def close(self):
         self.process.stdin.close()

@@ -1,0 +1,284 @@
+"""Serving latency: raw text -> prediction, our exported SavedModel vs a transformers pipeline.
+
+    python bench/serving_latency.py [--rounds 10] [--threads 2] [--no-rest]
+
+Model: BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2,
+sequence_length=128) — the real all-MiniLM-L6-v2 encoder weights with a random 2-class head
+(the head's values change no timing). transformers gets the same network:
+BertForSequenceClassification from the same checkpoint directory with our head's weights
+copied in, so both sides compute the same probabilities (checked: "max |p diff|").
+
+Contestants, each in its own process, A B A B interleaved (see _workers.py):
+  savedmodel   export_saved_model(...) loaded by a process that imports only tensorflow and
+               tensorflow_text; `signatures["serving_default"](text=...)` on raw strings.
+  pipeline     transformers.pipeline("text-classification", model, fast tokenizer), torch CPU.
+  direct       the same tokenizer + model called directly (no pipeline overhead).
+  rest         the same SavedModel behind `kbs serve`, called with RestClient (HTTP + JSON).
+Inputs are real Rotten Tomatoes review sentences. Batch 1: p50/p99 of single requests;
+batch 32: sentences/s (median of batches). Every process runs with the same thread budget
+(--threads intra-op threads, 1 inter-op thread; see _workers.thread_env; and
+OMP_WAIT_POLICY=PASSIVE, see run()). The export trims each batch's padding to its longest
+row (export/tasks.py `_trim_padding`), as the transformers tokenizer pads to the longest.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _workers  # noqa: E402
+
+PRESET, NUM_CLASSES, LENGTH, BATCH = "minilm_l6_h384_uncased", 2, 128, 32
+SENTENCES, CHECK = 512, 64  # distinct sentences cycled through; rows compared across sides
+MODEL_NAME = "sentiment"
+
+
+def _cycle(items):
+    while True:
+        yield from items
+
+
+def _contestants(label, predict, sentences):
+    """{label b1: one request of one sentence, label b32: one request of 32 sentences}."""
+    singles = _cycle(sentences)
+    batches = _cycle([sentences[i:i + BATCH] for i in range(0, len(sentences), BATCH)])
+    return {f"{label} b1": lambda: predict([next(singles)]),
+            f"{label} b32": lambda: predict(next(batches))}
+
+
+def _read_work(work_dir):
+    with open(os.path.join(work_dir, "sentences.json")) as f:
+        return json.load(f)
+
+
+# === the export (orchestrator side, a TensorFlow-backend Keras process) ===
+
+def export_worker(work_dir):
+    import keras
+    import numpy as np
+
+    import keras_bert_suite
+    from keras_bert_suite.checkpoints import packaged_checkpoint_dir
+    from keras_bert_suite.data.sentiment import load_rotten_tomatoes
+    from keras_bert_suite.export import export_saved_model
+
+    texts, _ = load_rotten_tomatoes()
+    rng = np.random.default_rng(0)
+    sentences = [texts[i] for i in rng.choice(len(texts), SENTENCES, replace=False)]
+    with open(os.path.join(work_dir, "sentences.json"), "w") as f:
+        json.dump(sentences, f)
+    with open(os.path.join(work_dir, "checkpoint.txt"), "w") as f:  # the peer's weights
+        f.write(packaged_checkpoint_dir("all-MiniLM-L6-v2"))
+    keras.utils.set_random_seed(0)
+    model = keras_bert_suite.BertClassifier.from_preset(
+        PRESET, num_classes=NUM_CLASSES, sequence_length=LENGTH)
+    kernel, bias = model.classifier_head.get_weights()
+    np.savez(os.path.join(work_dir, "head.npz"), kernel=kernel, bias=bias)
+    path = export_saved_model(model, base_dir=os.path.join(work_dir, "saved_models"),
+                              name=MODEL_NAME)
+    print(json.dumps({"export": path}), flush=True)
+
+
+# === workers ===
+
+def savedmodel_worker(work_dir, export_dir, threads):
+    sys.modules["keras_bert_suite"] = None  # as on a serving host: TF + tf-text only
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+
+    def predict(texts):
+        return serve(text=tf.constant(texts))["probabilities"].numpy()
+
+    sentences = _read_work(work_dir)
+    np.save(os.path.join(work_dir, "savedmodel.npy"), predict(sentences[:CHECK]))
+    _workers.serve(_contestants("savedmodel", predict, sentences))
+
+
+def transformers_worker(work_dir, threads):
+    import numpy as np
+    import torch
+    import transformers
+
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    with open(os.path.join(work_dir, "checkpoint.txt")) as f:
+        checkpoint = f.read()
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        checkpoint, num_labels=NUM_CLASSES).eval()
+    head = np.load(os.path.join(work_dir, "head.npz"))
+    with torch.no_grad():  # our head: the same network, so the same answers
+        model.classifier.weight.copy_(torch.tensor(head["kernel"].T))
+        model.classifier.bias.copy_(torch.tensor(head["bias"]))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, use_fast=True)
+    pipe = transformers.pipeline("text-classification", model=model, tokenizer=tokenizer,
+                                 device="cpu")
+
+    def pipeline_predict(texts):  # as documented: a list in, one dict per text out
+        return pipe(texts, batch_size=len(texts), truncation=True, max_length=LENGTH)
+
+    def direct_predict(texts):
+        with torch.inference_mode():
+            encoded = tokenizer(texts, padding=True, truncation=True, max_length=LENGTH,
+                                return_tensors="pt")
+            return model(**encoded).logits.softmax(-1).numpy()
+
+    sentences = _read_work(work_dir)
+    np.save(os.path.join(work_dir, "transformers.npy"), direct_predict(sentences[:CHECK]))
+    _workers.serve({**_contestants("pipeline", pipeline_predict, sentences),
+                    **_contestants("direct", direct_predict, sentences)})
+
+
+def rest_worker(work_dir, base_dir):
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, repo)
+    from keras_bert_suite.serving.client import RestClient
+
+    server = subprocess.Popen(  # `kbs serve`, as a user starts it
+        [sys.executable, "-m", "keras_bert_suite.cli", "serve", "--model_base_path", base_dir,
+         "--port", "0"], stdout=subprocess.PIPE, text=True, cwd=repo)
+    try:
+        url = None
+        for line in server.stdout:
+            if line.startswith("REST at "):
+                url = line.split()[2].split("/v1/")[0]
+                break
+        if url is None:
+            raise RuntimeError("kbs serve exited before printing its URL")
+        client = RestClient(url)
+
+        def predict(texts):
+            return client.predict(MODEL_NAME, instances=texts)
+
+        _workers.serve(_contestants("rest", predict, _read_work(work_dir)))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+# === orchestrator ===
+
+def _percentile(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
+
+
+def run(rounds, threads, rest, requests_per_round):
+    script = os.path.abspath(__file__)
+    # OMP_WAIT_POLICY=PASSIVE: torch's OpenMP threads otherwise spin at barriers, and on a
+    # loaded machine a descheduled partner thread made batch-1 torch calls 10-30x slower
+    # (1 s instead of 40 ms). TensorFlow's thread pool is not OpenMP; the setting only helps
+    # the peer.
+    env = {**_workers.thread_env(threads), "OMP_WAIT_POLICY": "PASSIVE"}
+    with tempfile.TemporaryDirectory() as work_dir:
+        exporter = subprocess.run(
+            [sys.executable, script, "--worker", "export", "--work-dir", work_dir],
+            env={**os.environ, **env, "KERAS_BACKEND": "tensorflow"}, capture_output=True,
+            text=True, check=False)
+        if exporter.returncode:
+            raise RuntimeError(f"export failed:\n{exporter.stderr[-3000:]}")
+        export_dir = json.loads(exporter.stdout.strip().splitlines()[-1])["export"]
+        common = ["--work-dir", work_dir, "--threads", str(threads)]
+        workers = [
+            _workers.Worker([script, "--worker", "savedmodel", "--export-dir", export_dir,
+                             *common], env),
+            _workers.Worker([script, "--worker", "transformers", *common], env)]
+        if rest:
+            workers.append(_workers.Worker(
+                [script, "--worker", "rest", "--export-dir", os.path.dirname(
+                    os.path.dirname(export_dir)), *common], env))
+        import numpy as np
+
+        ours = np.load(os.path.join(work_dir, "savedmodel.npy"))
+        peer = np.load(os.path.join(work_dir, "transformers.npy"))
+        agreement = {"max_abs_probability_diff": float(np.abs(ours - peer).max()),
+                     "same_label": float((ours.argmax(-1) == peer.argmax(-1)).mean()),
+                     "sentences": len(ours)}
+        samples = {}
+        try:
+            for _ in range(rounds):  # A B A B: every contestant sees the same machine load
+                for worker in workers:
+                    for name in worker.names:
+                        repeats = requests_per_round if name.endswith("b1") else 3
+                        samples.setdefault(name, []).extend(worker.samples(name, repeats))
+        finally:
+            for worker in workers:
+                worker.close()
+    return samples, agreement
+
+
+def summarize(samples):
+    rows = {}
+    for label in dict.fromkeys(name.rsplit(" ", 1)[0] for name in samples):
+        single, batch = samples[f"{label} b1"], samples[f"{label} b32"]
+        rows[label] = {"p50_ms": 1e3 * statistics.median(single),
+                       "p99_ms": 1e3 * _percentile(single, 99),
+                       "requests": len(single),
+                       "sentences_per_s_b32": BATCH / statistics.median(batch),
+                       "batches": len(batch)}
+    reference = rows["pipeline"]
+    for row in rows.values():
+        row["p50_vs_pipeline"] = row["p50_ms"] / reference["p50_ms"]
+        row["p99_vs_pipeline"] = row["p99_ms"] / reference["p99_ms"]
+        row["throughput_vs_pipeline"] = (row["sentences_per_s_b32"]
+                                         / reference["sentences_per_s_b32"])
+    return rows
+
+
+def main():
+    parser = _workers.bench_parser(__doc__.splitlines()[0], ["minilm"], ["minilm"], 10,
+                                   ["export", "savedmodel", "transformers", "rest"])
+    parser.add_argument("--requests-per-round", type=int, default=40)
+    parser.add_argument("--no-rest", action="store_true", help="skip the kbs serve row")
+    parser.add_argument("--work-dir", help=argparse_hidden())
+    parser.add_argument("--export-dir", help=argparse_hidden())
+    args = parser.parse_args()
+    if args.worker == "export":
+        return export_worker(args.work_dir)
+    if args.worker == "savedmodel":
+        return savedmodel_worker(args.work_dir, args.export_dir, args.threads)
+    if args.worker == "transformers":
+        return transformers_worker(args.work_dir, args.threads)
+    if args.worker == "rest":
+        return rest_worker(args.work_dir, args.export_dir)
+
+    samples, agreement = run(args.rounds, args.threads, not args.no_rest,
+                             args.requests_per_round)
+    rows = summarize(samples)
+    results = _workers.results_header(args.threads, preset=PRESET, sequence_length=LENGTH,
+                                      batch=BATCH, data="rotten_tomatoes", rounds=args.rounds,
+                                      agreement=agreement, rows=rows)
+    print(f"\nraw text -> probabilities, {PRESET}, sequence_length {LENGTH}, CPU, "
+          f"{args.threads} threads; {results['date']}, {results['machine']} x{results['cpus']}")
+    print(f"agreement savedmodel vs transformers on {agreement['sentences']} sentences: "
+          f"max |p diff| {agreement['max_abs_probability_diff']:.1e}, "
+          f"same label {agreement['same_label']:.0%}")
+    print(f"{'contestant':12s} {'p50 ms':>8s} {'p99 ms':>8s} {'b32 sent/s':>11s} "
+          f"{'p50 x pipe':>11s} {'p99 x pipe':>11s} {'b32 x pipe':>11s}")
+    for label, row in rows.items():
+        print(f"{label:12s} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} "
+              f"{row['sentences_per_s_b32']:11.1f} {row['p50_vs_pipeline']:11.2f} "
+              f"{row['p99_vs_pipeline']:11.2f} {row['throughput_vs_pipeline']:11.2f}")
+    print("(x pipe: latency ratios < 1 and throughput ratios > 1 mean faster than the "
+          "transformers pipeline)")
+    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
+    with open(os.path.join(os.path.dirname(__file__), "results", "serving_latency.json"),
+              "w") as f:
+        json.dump(results, f, indent=1)
+
+
+def argparse_hidden():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+if __name__ == "__main__":
+    main()
