@@ -1,0 +1,71 @@
+"""BertClassifier: sentence / sentence-pair classification and regression (GLUE style)."""
+
+import keras
+
+from keras_bert_suite.models.task import (
+    BertTask, check_label_names, check_num_classes, encoder_inputs, head_initializer)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class BertClassifier(BertTask):
+    """pooled_output -> dropout -> Dense(num_classes): logits [B, num_classes] ("logits").
+
+    `num_classes=1` is regression (STS-B style): the default loss is mean squared error on
+    float labels [B]. Otherwise labels are class ids [B] and the default loss is softmax
+    cross-entropy. Sentence pairs need nothing special: the preprocessor packs
+    `[CLS] a [SEP] b [SEP]` and the segment ids tell the encoder which is which.
+
+    With a preprocessor, `fit`/`evaluate`/`predict` also take raw text: a list of strings,
+    a pair `(a_list, b_list)`, or a `tf.data.Dataset` of `(text, label)` batches.
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: number of classes (1 = regression).
+        preprocessor: optional `BertPreprocessor` (text -> encoder inputs).
+        dropout: dropout rate before the classification layer (BERT used 0.1).
+        label_names: optional list of `num_classes` class names (kept for export).
+
+    Example:
+    >>> classifier = BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2,
+    ...                                          sequence_length=64)
+    >>> classifier.compile()
+    >>> classifier.fit(["a gripping drama", "a dull mess"], [1, 0], epochs=1)
+    >>> classifier.predict(["what a film"])  # logits [1, 2]
+    """
+
+    def __init__(self, encoder, num_classes, preprocessor=None, dropout=0.1, label_names=None,
+                 **kwargs):
+        check_num_classes(num_classes)
+        label_names = check_label_names(label_names, num_classes)
+        policy = encoder.token_embedding.dtype_policy
+        dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="classifier_dropout")
+        head = keras.layers.Dense(num_classes, kernel_initializer=head_initializer(encoder),
+                                  dtype=policy, name="logits")
+
+        # === Functional graph ===
+        inputs = encoder_inputs()
+        pooled = encoder(inputs)["pooled_output"]  # [B, H]
+        logits = head(dropout_layer(pooled))  # [B, num_classes]
+        super().__init__(inputs, logits, encoder, preprocessor, **kwargs)
+
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.label_names = label_names
+        self.classifier_dropout = dropout_layer
+        self.classifier_head = head
+
+    def default_loss(self):
+        if self.num_classes == 1:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        if self.num_classes == 1:
+            return [keras.metrics.MeanAbsoluteError(name="mae")]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_classes=self.num_classes, dropout=self.dropout,
+                      label_names=self.label_names)
+        return config

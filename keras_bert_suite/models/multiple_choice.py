@@ -1,0 +1,81 @@
+"""BertMultipleChoice: pick one of C candidate continuations (SWAG style)."""
+
+import keras
+from keras import ops
+
+from keras_bert_suite.layers.choice_folding import FoldChoices
+from keras_bert_suite.models.task import (
+    ENCODER_INPUTS, BertTask, check_num_classes, encoder_inputs, head_initializer)
+from keras_bert_suite.text import task_inputs
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class BertMultipleChoice(BertTask):
+    """Scores each (context, choice) pair; logits [B, num_choices], softmax over choices.
+
+    Inputs are [B, C, T]: row c packs `[CLS] context [SEP] choice_c [SEP]`. They are folded
+    to [B·C, T] for the encoder, each pooled output gets one score (Dense(1)), and the
+    scores are unfolded to [B, C] (BERT's SWAG set-up). Labels [B]: the right choice's index.
+
+    With a preprocessor, text inputs are a pair `(contexts [B], choices [B, C])` of strings.
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_choices: C, the number of candidates per example (>= 2).
+        preprocessor: optional `BertPreprocessor`.
+        dropout: dropout rate before the scoring layer.
+
+    Example:
+    >>> chooser = BertMultipleChoice.from_preset("minilm_l6_h384_uncased", num_choices=4)
+    >>> chooser.compile()
+    >>> chooser.fit((contexts, endings), labels)  # endings [B, 4] strings, labels [B]
+    """
+
+    input_rank = 3
+    input_legend = "[batch, num_choices, sequence_length]"
+
+    def __init__(self, encoder, num_choices, preprocessor=None, dropout=0.1, **kwargs):
+        check_num_classes(num_choices, minimum=2, what="num_choices")
+        policy = encoder.token_embedding.dtype_policy
+        fold = FoldChoices(name="fold_choices")
+        dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="classifier_dropout")
+        head = keras.layers.Dense(1, kernel_initializer=head_initializer(encoder), dtype=policy,
+                                  name="choice_score")
+
+        # === Functional graph ===
+        inputs = encoder_inputs(shape=(num_choices, None))  # [B, C, T]
+        folded = {name: fold(inputs[name]) for name in ENCODER_INPUTS}  # [B·C, T]
+        pooled = encoder(folded)["pooled_output"]  # [B·C, H]
+        scores = head(dropout_layer(pooled))  # [B·C, 1]
+        logits = ops.reshape(scores, (-1, num_choices))  # [B, C]
+        super().__init__(inputs, logits, encoder, preprocessor, **kwargs)
+
+        self.num_choices = num_choices
+        self.dropout = dropout
+        self.fold_choices = fold
+        self.classifier_dropout = dropout_layer
+        self.choice_head = head
+
+    def _check_inputs(self, inputs):
+        super()._check_inputs(inputs)
+        for name in ENCODER_INPUTS:
+            choices = tuple(inputs[name].shape)[1]
+            if choices is not None and choices != self.num_choices:
+                raise ValueError(f"BertMultipleChoice(num_choices={self.num_choices}): "
+                                 f"'{name}' has {choices} choices (shape "
+                                 f"{tuple(inputs[name].shape)}).")
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        packed = task_inputs.pack_choices(self.preprocessor, x, self.num_choices)
+        return keras.utils.pack_x_y_sample_weight(packed, y, sample_weight)
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_choices=self.num_choices, dropout=self.dropout)
+        return config

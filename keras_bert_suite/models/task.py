@@ -1,0 +1,255 @@
+"""BertTask: what the five task models share.
+
+* inputs: the encoder's dict {"token_ids", "segment_ids", "padding_mask"}, int32 [B, T]
+  ([B, C, T] for multiple choice), checked with errors that say what to pass instead;
+* raw text in `fit` / `evaluate` / `predict` when a preprocessor is set (mapped in tf.data,
+  as KerasHub's Task does);
+* `compile()` defaults per task (optimizer: BERT's AdamW at a constant 5e-5);
+* `get_config` / `from_config` / `.keras` round trip and `from_preset`.
+"""
+
+import keras
+
+from keras_bert_suite.models.encoder import BertEncoder
+from keras_bert_suite.text import task_inputs
+from keras_bert_suite.text.preprocessor import BertPreprocessor
+from keras_bert_suite.training.optimizers import create_optimizer
+
+ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+# The top of the BERT paper's fine-tuning grid (2e-5 .. 5e-5). The number of training steps
+# is unknown at compile time, so the default rate is constant; for BERT's warm-up + linear
+# decay pass `create_optimizer(learning_rate=..., num_train_steps=..., num_warmup_steps=...)`.
+DEFAULT_LEARNING_RATE = 5e-5
+
+
+def encoder_inputs(shape=(None,)):
+    """Symbolic int32 encoder inputs; `shape` excludes the batch axis."""
+    return {name: keras.Input(shape=shape, dtype="int32", name=name) for name in ENCODER_INPUTS}
+
+
+def head_initializer(encoder):
+    """Fresh task heads start as BERT's did: truncated normal, stddev 0.02."""
+    return keras.initializers.TruncatedNormal(stddev=encoder.initializer_range)
+
+
+def _is_auto(value):
+    return isinstance(value, str) and value == "auto"
+
+
+class BertTask(keras.Model):
+    """Base class of the task models: an encoder, a head and an optional preprocessor.
+
+    Subclasses build their functional graph and call `super().__init__(inputs, outputs,
+    encoder, preprocessor)`; they override `default_loss`, `default_metrics` and, when their
+    labels are not keyed by output name, `labels_by_output`.
+    """
+
+    # [B, T] inputs; BertMultipleChoice takes [B, C, T].
+    input_rank = 2
+    input_legend = "[batch, sequence_length]"
+
+    def __init__(self, inputs, outputs, encoder, preprocessor=None, **kwargs):
+        if not isinstance(encoder, BertEncoder):
+            raise ValueError(f"encoder must be a BertEncoder, got {type(encoder).__name__}.")
+        # The encoder's layers carry its dtype policy (a functional model's own is float32).
+        super().__init__(inputs=inputs, outputs=outputs,
+                         dtype=encoder.token_embedding.dtype_policy, **kwargs)
+        # Keras names functional outputs after their layers; ours are the dict keys (or
+        # "logits" for one tensor), so compile()'s dicts and the labels line up by name.
+        self.output_names = sorted(outputs) if isinstance(outputs, dict) else ["logits"]
+        self.encoder = encoder
+        self.preprocessor = preprocessor
+
+    # === Inputs ===
+
+    def __call__(self, *args, **kwargs):
+        inputs = args[0] if args else kwargs.get("inputs")
+        self._check_inputs(inputs)
+        return super().__call__(*args, **kwargs)
+
+    def _check_inputs(self, inputs):
+        name = type(self).__name__
+        if task_inputs.is_text(inputs):
+            fix = ("use predict()/fit()/evaluate(), which apply the preprocessor, or call "
+                   "model(model.preprocessor(text))" if self.preprocessor is not None else
+                   "give the model a preprocessor (e.g. BertPreprocessor.from_preset(...)) "
+                   "or pass token ids")
+            raise ValueError(f"{name} was called on raw text; {fix}.")
+        if not isinstance(inputs, dict):
+            raise ValueError(f"{name} takes a dict with keys {list(ENCODER_INPUTS)}, got "
+                             f"{type(inputs).__name__}.")
+        missing = [key for key in ENCODER_INPUTS if key not in inputs]
+        unexpected = sorted(set(inputs) - set(ENCODER_INPUTS))
+        if missing or unexpected:
+            raise ValueError(f"{name} takes inputs {list(ENCODER_INPUTS)}; missing {missing}, "
+                             f"unexpected {unexpected}.")
+        for key in ENCODER_INPUTS:
+            shape = tuple(getattr(inputs[key], "shape", ()))
+            if len(shape) != self.input_rank:
+                raise ValueError(f"{name}: '{key}' must be {self.input_legend}, got shape "
+                                 f"{shape}.")
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """Raw text (and labels) -> (encoder inputs, labels, weights); runs inside tf.data."""
+        return self.preprocessor(x, y=y, sample_weight=sample_weight)
+
+    def _text_pipeline(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """A tf.data pipeline that preprocesses `x`, or None when `x` is encoder inputs."""
+        if isinstance(x, dict):
+            return None
+        if task_inputs.is_dataset(x):
+            spec = x.element_spec
+            features = spec[0] if isinstance(spec, tuple) else spec
+            if isinstance(features, dict) or self.preprocessor is None:
+                return None
+        elif not task_inputs.is_text(x):
+            return None
+        if self.preprocessor is None:
+            raise ValueError(f"{type(self).__name__} got raw text but has no preprocessor: "
+                             "pass preprocessor=BertPreprocessor.from_preset(...) or token ids.")
+        return task_inputs.text_dataset(self.preprocess_samples, x, y, sample_weight,
+                                        batch_size, shuffle=shuffle)
+
+    def _validation_pipeline(self, validation_data, batch_size):
+        if validation_data is None:
+            return None
+        if task_inputs.is_dataset(validation_data):
+            pipeline = self._text_pipeline(validation_data)
+        else:
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
+            pipeline = self._text_pipeline(x, y, sample_weight, batch_size)
+        return validation_data if pipeline is None else pipeline
+
+    def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
+            shuffle=True, **kwargs):
+        """`keras.Model.fit`; with a preprocessor, `x` may be raw text (see the class doc)."""
+        pipeline = self._text_pipeline(x, y, sample_weight, batch_size, shuffle=shuffle)
+        validation_data = self._validation_pipeline(validation_data, batch_size)
+        if pipeline is not None:
+            if kwargs.get("validation_split"):
+                raise ValueError("validation_split does not work on raw text; pass "
+                                 "validation_data=(texts, labels) instead.")
+            # The pipeline shuffled the examples already (Keras cannot shuffle a dataset).
+            x, y, sample_weight, batch_size, shuffle = pipeline, None, None, None, False
+        return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                           validation_data=validation_data, shuffle=shuffle, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        pipeline = self._text_pipeline(x, y, sample_weight, batch_size)
+        if pipeline is not None:
+            x, y, sample_weight, batch_size = pipeline, None, None, None
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                                **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        pipeline = self._text_pipeline(x, batch_size=batch_size)
+        if pipeline is not None:
+            x, batch_size = pipeline, None
+        return super().predict(x, batch_size=batch_size, **kwargs)
+
+    # === Training set-up ===
+
+    def default_loss(self):
+        return None
+
+    def default_metrics(self):
+        return None
+
+    def default_loss_weights(self):
+        return None
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """`keras.Model.compile`; every "auto" argument gets this task's default.
+
+        Optimizer: `create_optimizer("adamw", learning_rate=5e-5)` (constant rate, weight
+        decay 0.01 except LayerNorm/bias, global clipnorm 1.0, as BERT fine-tuned).
+        """
+        if _is_auto(optimizer):
+            optimizer = create_optimizer("adamw", learning_rate=DEFAULT_LEARNING_RATE)
+        if _is_auto(loss):
+            loss = self.default_loss()
+            if self.default_loss_weights() is not None:
+                kwargs.setdefault("loss_weights", self.default_loss_weights())
+        if _is_auto(metrics):
+            metrics = self.default_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        # Keras skips this for models that override compile(); ours takes its arguments.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)  # so saved optimizer state loads
+
+    def labels_by_output(self, y, sample_weight):
+        """Re-keys labels (and weights) to output names; identity unless overridden."""
+        return y, sample_weight
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        y, sample_weight = self.labels_by_output(y, sample_weight)
+        return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                    training=training)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        y, sample_weight = self.labels_by_output(y, sample_weight)
+        return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+
+    # === Presets and serialization ===
+
+    # Encoder config values a task needs (BertFeatureExtractor wants hidden states).
+    preset_encoder_overrides = {}
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, sequence_length=128, preprocessor="auto",
+                    encoder_overrides=None, **task_arguments):
+        """The encoder (and its weights) from `preset`, a fresh head, and a preprocessor.
+
+        `preset` is anything `BertEncoder.from_preset` takes. `preprocessor="auto"` builds a
+        `BertPreprocessor` from the preset's vocabulary with `sequence_length`; pass None for
+        none. `encoder_overrides` go to the encoder (e.g. `{"dropout": 0.0}`);
+        `task_arguments` to the task (e.g. `num_classes=2`).
+        """
+        overrides = {**cls.preset_encoder_overrides, **(encoder_overrides or {})}
+        encoder = BertEncoder.from_preset(preset, load_weights=load_weights, **overrides)
+        if _is_auto(preprocessor):
+            preprocessor = BertPreprocessor.from_preset(preset, sequence_length=sequence_length)
+        return cls(encoder, preprocessor=preprocessor, **task_arguments)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.layers.serialize(self.encoder),
+            "preprocessor": (keras.layers.serialize(self.preprocessor)
+                             if self.preprocessor is not None else None),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
+        return cls(**config)
+
+
+def freeze_unused_pooler(encoder):
+    """Heads that read `sequence_output` leave the [CLS] pooler without a gradient; freezing
+    it (as transformers' `add_pooling_layer=False` drops it) spares Keras' "Gradients do not
+    exist" warning and the optimizer's moments for it. The encoder object is shared, so a
+    classifier later built on the same encoder finds its pooler frozen too."""
+    encoder.pooler.trainable = False
+
+
+def check_num_classes(num_classes, minimum=1, what="num_classes"):
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < minimum:
+        raise ValueError(f"{what} must be an integer >= {minimum}, got {num_classes!r}.")
+
+
+def check_label_names(label_names, num_classes):
+    if label_names is None:
+        return None
+    label_names = [str(name) for name in label_names]
+    if len(label_names) != num_classes:
+        raise ValueError(f"label_names has {len(label_names)} names for num_classes="
+                         f"{num_classes}; give one name per class.")
+    return label_names
