@@ -16,7 +16,7 @@ def _presets(args):
 def _demo(args):
     from keras_bert_suite import demo
 
-    demo.run(num_sentences=args.sentences)
+    demo.run(num_sentences=args.sentences, sentiment_overrides=args.set)
 
 
 def _convert(args):
@@ -57,6 +57,57 @@ def _pretrain(args):
     recipe_runner.run_recipe(recipe, output, command="pretrain")
 
 
+def _finetune(args):
+    from keras_bert_suite import recipe_runner
+
+    recipe = recipe_runner.load_recipe(args.recipe, overrides=args.set)
+    output = args.output or os.path.join("runs", recipe["name"])
+    print(f"Recipe {recipe['name']} -> {output}", file=sys.stderr)
+    recipe_runner.run_recipe(recipe, output, command="finetune")
+
+
+def _embed(args):
+    from keras_bert_suite.embed import embed_file
+
+    count = embed_file(args.file, args.output, preset=args.preset, layers=args.layers,
+                       pooling=args.pooling, normalize=not args.no_normalize, tokens=args.tokens,
+                       sequence_length=args.sequence_length, batch_size=args.batch_size,
+                       truncate=args.truncate)
+    print(f"Embedded {count} lines -> {args.output}", file=sys.stderr)
+
+
+def _serve(args):
+    from keras_bert_suite.serving.server import run_server
+
+    run_server(model_base_path=args.model_base_path, model_name=args.model_name,
+               model_config_file=args.model_config_file, host=args.host, port=args.port,
+               grpc_port=args.grpc_port, max_request_bytes=args.max_request_bytes,
+               poll_seconds=args.file_system_poll_wait_seconds)
+
+
+def _export(args):
+    import keras
+
+    import keras_bert_suite.models  # noqa: F401  registers the task classes for load_model
+    from keras_bert_suite import BertPreprocessor
+    from keras_bert_suite.export import export_saved_model
+
+    if not os.path.isfile(args.model):
+        raise FileNotFoundError(f"{args.model} does not exist (expected a .keras file saved "
+                                "with model.save).")
+    model = keras.saving.load_model(args.model, compile=False)
+    preprocessor = None
+    if args.preprocessor:
+        preprocessor = BertPreprocessor.from_preset(args.preprocessor,
+                                                    sequence_length=args.sequence_length)
+    options = {"pair": True} if args.pair else {}
+    path = export_saved_model(
+        model, args.base_dir, name=args.name, version=args.version, task=args.task,
+        preprocessor=preprocessor, label_names=args.labels.split(",") if args.labels else None,
+        warmup=not args.no_warmup, **options)
+    print(f"Exported {args.model} -> {path}")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="kbs", description="keras_bert_suite: BERT for Keras 3, from pretraining to TF Serving.")
@@ -64,8 +115,12 @@ def build_parser():
 
     commands.add_parser("presets", help="list the built-in presets").set_defaults(run=_presets)
 
-    demo = commands.add_parser("demo", help="semantic search with the real MiniLM weights")
+    demo = commands.add_parser(
+        "demo", help="semantic search, sentiment fine-tuning vs TF-IDF, export and serving "
+                     "with the real MiniLM weights")
     demo.add_argument("--sentences", type=int, default=2000)
+    demo.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                      help="override a value of the sentiment recipe (e.g. training.epochs=2)")
     demo.set_defaults(run=_demo)
 
     convert = commands.add_parser(
@@ -94,6 +149,66 @@ def build_parser():
                                "(e.g. --set training.optimizer.learning_rate=5e-4)")
     pretrain.add_argument("--output", help="run directory (default runs/<recipe name>)")
     pretrain.set_defaults(run=_pretrain, user_errors=True)
+
+    finetune = commands.add_parser(
+        "finetune", help="run a fine-tuning recipe (classification, squad, ner, multiple_choice)")
+    finetune.add_argument("recipe", help="a name in recipes/ (e.g. sentiment_rotten_tomatoes_cpu) "
+                                         "or a path")
+    finetune.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                          help="override a recipe value (e.g. --set training.epochs=2)")
+    finetune.add_argument("--output", help="run directory (default runs/<recipe name>)")
+    finetune.set_defaults(run=_finetune, user_errors=True)
+
+    embed = commands.add_parser("embed", help="sentence or token vectors for a text file")
+    embed.add_argument("file", help="one text per line (.txt) or JSON Lines with \"text\"")
+    embed.add_argument("--output", required=True, help=".npy (sentence vectors) or .jsonl")
+    embed.add_argument("--preset", default="minilm_l6_h384_uncased")
+    embed.add_argument("--layers", default="last_hidden",
+                       help="embeddings, last_hidden, second_to_last, sum_all, sum_last_four, "
+                            "concat_last_four")
+    embed.add_argument("--pooling", default="mean", choices=["mean", "cls"])
+    embed.add_argument("--no_normalize", action="store_true", help="skip L2 normalisation")
+    embed.add_argument("--tokens", action="store_true", help="token vectors (JSON Lines)")
+    embed.add_argument("--sequence_length", type=int, default=128)
+    embed.add_argument("--batch_size", type=int, default=64)
+    embed.add_argument("--truncate", action="store_true",
+                       help="cut lines longer than --sequence_length instead of refusing them")
+    embed.set_defaults(run=_embed, user_errors=True)
+
+    serve = commands.add_parser(
+        "serve", help="development server with TF Serving's REST (and gRPC) API for saved_models/")
+    serve.add_argument("--model_base_path", default="saved_models",
+                       help="directory of models (<name>/<version>/), or one model's directory "
+                            "with --model_name")
+    serve.add_argument("--model_name", help="serve --model_base_path as this one model")
+    serve.add_argument("--model_config_file",
+                       help="text ModelServerConfig (e.g. serving/models.config): version "
+                            "policies and labels")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="interface to bind (default: this machine only)")
+    serve.add_argument("--port", type=int, default=8501, help="REST port (0: any free port)")
+    serve.add_argument("--grpc_port", type=int, default=0,
+                       help="also serve gRPC PredictionService on this port (TF Serving: 8500)")
+    serve.add_argument("--max_request_bytes", type=int, default=32 * 1024 * 1024)
+    serve.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0,
+                       help="how often to look for new versions (0: never)")
+    serve.set_defaults(run=_serve, user_errors=True)
+
+    export = commands.add_parser(
+        "export", help="export a .keras task model to saved_models/<name>/<version>/ for TF Serving")
+    export.add_argument("model", help="a .keras file (a task model or a BertEncoder)")
+    export.add_argument("--name", required=True, help="model name (TF Serving's model name)")
+    export.add_argument("--base_dir", default="saved_models")
+    export.add_argument("--version", type=int, help="default: one more than the newest")
+    export.add_argument("--task", help="default: from the model class (classifier, "
+                                       "span_labeler, token_classifier, ...)")
+    export.add_argument("--preprocessor", help="preset/checkpoint for the tokenizer when the "
+                                               "model has no preprocessor of its own")
+    export.add_argument("--sequence_length", type=int, default=128)
+    export.add_argument("--pair", action="store_true", help="classifier on text pairs")
+    export.add_argument("--labels", help="comma-separated label names")
+    export.add_argument("--no_warmup", action="store_true")
+    export.set_defaults(run=_export, user_errors=True)
     return parser
 
 

@@ -9,7 +9,8 @@ defaults) and its run function. A recipe's "task" key picks the module.
 
 import os
 
-from keras_bert_suite.recipe_runner import pretraining
+from keras_bert_suite.recipe_runner import finetuning, pretraining
+from keras_bert_suite.recipe_runner.finetuning import run_finetuning
 from keras_bert_suite.recipe_runner.pretraining import build_datasets, run_pretraining
 from keras_bert_suite.recipe_runner.recipe import (
     RECIPES_DIR,
@@ -19,10 +20,12 @@ from keras_bert_suite.recipe_runner.recipe import (
     read_recipe_file,
     resolve_recipe_path,
 )
+from keras_bert_suite.recipe_runner.tasks import TASK_NAMES
 
 # task -> (schema, run function, the `kbs` command that runs it)
 TASKS = {
     "pretrain": (pretraining.SCHEMA, run_pretraining, "pretrain"),
+    **{task: (finetuning.SCHEMA, run_finetuning, "finetune") for task in TASK_NAMES},
 }
 
 

@@ -212,7 +212,7 @@ def build_datasets(recipe, tokenizer, log=print):
     return train, evaluation
 
 
-def _check_distribution(recipe):
+def check_distribution(recipe):
     strategy = recipe["distribution"]["strategy"]
     if strategy != "none":
         raise RecipeError(
@@ -264,7 +264,7 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     if recipe.get("task", "pretrain") != "pretrain":
         raise RecipeError(f"`kbs pretrain` runs task 'pretrain' recipes, this one is "
                           f"{recipe['task']!r}.")
-    _check_distribution(recipe)
+    check_distribution(recipe)
     model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
     optimizer_config = dict(training["optimizer"])
     accumulation = optimizer_config["gradient_accumulation_steps"]

@@ -1,0 +1,67 @@
+"""Multiple choice in the SWAG format: one score per (context, ending), softmax over endings.
+
+Evaluation writes predictions.jsonl (example id, gold and predicted choice, choice
+probabilities) and scores accuracy.
+"""
+
+import json
+import os
+
+import numpy as np
+
+from keras_bert_suite.models.multiple_choice import BertMultipleChoice
+from keras_bert_suite.recipe_runner.tasks import TaskData, data_files
+
+MODEL = BertMultipleChoice
+
+
+def model_preprocessor(preprocessor):
+    return None  # choices are packed by data/multiple_choice.py
+
+
+def head_arguments(model_config):
+    return {"dropout": model_config["dropout"]}
+
+
+def _head(examples, limit):
+    if limit is None or limit >= len(examples):
+        return examples
+    return type(examples)(examples.contexts[:limit], examples.choices[:limit],
+                          examples.labels[:limit], examples.ids[:limit],
+                          examples.line_numbers[:limit], examples.path)
+
+
+def prepare(recipe, preprocessor, log):
+    from keras_bert_suite.data.multiple_choice import make_multiple_choice_dataset, read_swag
+
+    data, training = recipe["data"], recipe["training"]
+    train_file, eval_file = data_files(data, "multiple_choice", [], "SWAG-format CSV files")
+    train = _head(read_swag(train_file, require_labels=True), data["max_train_examples"])
+    evaluation = _head(read_swag(eval_file, require_labels=True), data["max_eval_examples"])
+    log(f"multiple choice: {len(train)} train / {len(evaluation)} eval examples")
+    dataset = make_multiple_choice_dataset(
+        train, preprocessor.tokenizer, data["max_seq_length"], training["batch_size"],
+        shuffle=True, seed=data["seed"])
+    num_choices = len(train.choices[0])
+    return TaskData(dataset, len(train), {"num_choices": num_choices},
+                    (evaluation, preprocessor.tokenizer))
+
+
+def evaluate(model, task_data, recipe, output_dir):
+    from keras_bert_suite.data.multiple_choice import make_multiple_choice_dataset
+    from keras_bert_suite.evaluation.classification_metrics import accuracy
+
+    examples, tokenizer = task_data.evaluation
+    x = make_multiple_choice_dataset(
+        examples, tokenizer, recipe["data"]["max_seq_length"],
+        recipe["evaluation"]["batch_size"]).map(lambda x, y: x)
+    logits = np.asarray(model.predict(x, verbose=0), np.float64)
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    with open(os.path.join(output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:
+        for i, example_id in enumerate(examples.ids):
+            f.write(json.dumps({"id": example_id, "label": int(examples.labels[i]),
+                                "predicted": int(logits[i].argmax()),
+                                "probabilities": probabilities[i].round(6).tolist()}) + "\n")
+    return {"accuracy": float(accuracy(logits.argmax(-1), examples.labels)),
+            "eval_examples": len(examples)}
