@@ -35,6 +35,8 @@ test: setup data
 bench: setup data
 	$(BIN)/python bench/tokenizer_throughput.py
 	$(BIN)/python bench/encoder_inference.py
+	$(BIN)/python bench/pretraining_speed.py
+	$(BIN)/python bench/serving_latency.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
