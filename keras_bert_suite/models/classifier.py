@@ -3,7 +3,7 @@
 import keras
 
 from keras_bert_suite.models.task import (
-    BertTask, check_label_names, check_num_classes, encoder_inputs, head_initializer)
+    BertTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -37,10 +37,7 @@ class BertClassifier(BertTask):
                  **kwargs):
         check_num_classes(num_classes)
         label_names = check_label_names(label_names, num_classes)
-        policy = encoder.token_embedding.dtype_policy
-        dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="classifier_dropout")
-        head = keras.layers.Dense(num_classes, kernel_initializer=head_initializer(encoder),
-                                  dtype=policy, name="logits")
+        dropout_layer, head = dropout_and_dense(encoder, num_classes, dropout)
 
         # === Functional graph ===
         inputs = encoder_inputs()

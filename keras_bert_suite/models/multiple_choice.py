@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_bert_suite.layers.choice_folding import FoldChoices
 from keras_bert_suite.models.task import (
-    ENCODER_INPUTS, BertTask, check_num_classes, encoder_inputs, head_initializer)
+    ENCODER_INPUTS, BertTask, check_num_classes, dropout_and_dense, encoder_inputs)
 from keras_bert_suite.text import task_inputs
 
 
@@ -36,11 +36,8 @@ class BertMultipleChoice(BertTask):
 
     def __init__(self, encoder, num_choices, preprocessor=None, dropout=0.1, **kwargs):
         check_num_classes(num_choices, minimum=2, what="num_choices")
-        policy = encoder.token_embedding.dtype_policy
         fold = FoldChoices(name="fold_choices")
-        dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="classifier_dropout")
-        head = keras.layers.Dense(1, kernel_initializer=head_initializer(encoder), dtype=policy,
-                                  name="choice_score")
+        dropout_layer, head = dropout_and_dense(encoder, 1, dropout, name="choice_score")
 
         # === Functional graph ===
         inputs = encoder_inputs(shape=(num_choices, None))  # [B, C, T]

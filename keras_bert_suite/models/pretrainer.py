@@ -7,6 +7,7 @@ import keras
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
+from keras_bert_suite.models.output_labels import LabelsByOutput
 from keras_bert_suite.training.metrics import MaskedLMPerplexity
 from keras_bert_suite.training.optimizers import create_optimizer
 
@@ -18,7 +19,7 @@ LABEL_OUTPUTS = {"mlm_labels": "mlm_logits", "nsp_labels": "nsp_logits"}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertPretrainer(keras.Model):
+class BertPretrainer(LabelsByOutput, keras.Model):
     """BERT pretraining: masked-LM and (optionally) next-sentence prediction on an encoder.
 
     Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask` [B, T] as for `BertEncoder`,
@@ -122,22 +123,7 @@ class BertPretrainer(keras.Model):
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         **kwargs)
 
-    def compile_from_config(self, config):
-        # Keras skips this for models that override compile(); ours takes its arguments.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)  # so saved optimizer state loads
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        y, sample_weight = self._by_output(y, sample_weight)
-        return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
-                                    training=training)
-
-    def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        y, sample_weight = self._by_output(y, sample_weight)
-        return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
-
-    def _by_output(self, y, sample_weight):
+    def labels_by_output(self, y, sample_weight):
         """Re-keys labels and weights from their data names to this model's output names."""
         if y is None:
             return y, sample_weight

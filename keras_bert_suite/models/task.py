@@ -11,6 +11,7 @@
 import keras
 
 from keras_bert_suite.models.encoder import BertEncoder
+from keras_bert_suite.models.output_labels import LabelsByOutput
 from keras_bert_suite.text import task_inputs
 from keras_bert_suite.text.preprocessor import BertPreprocessor
 from keras_bert_suite.training.optimizers import create_optimizer
@@ -32,11 +33,20 @@ def head_initializer(encoder):
     return keras.initializers.TruncatedNormal(stddev=encoder.initializer_range)
 
 
+def dropout_and_dense(encoder, units, dropout, name="logits"):
+    """BERT's fine-tuning head layers: (Dropout, a fresh Dense(units)), in the encoder's dtype
+    policy."""
+    policy = encoder.token_embedding.dtype_policy
+    return (keras.layers.Dropout(dropout, dtype=policy, name="classifier_dropout"),
+            keras.layers.Dense(units, kernel_initializer=head_initializer(encoder), dtype=policy,
+                               name=name))
+
+
 def _is_auto(value):
     return isinstance(value, str) and value == "auto"
 
 
-class BertTask(keras.Model):
+class BertTask(LabelsByOutput, keras.Model):
     """Base class of the task models: an encoder, a head and an optional preprocessor.
 
     Subclasses build their functional graph and call `super().__init__(inputs, outputs,
@@ -173,25 +183,6 @@ class BertTask(keras.Model):
         if _is_auto(metrics):
             metrics = self.default_metrics()
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
-
-    def compile_from_config(self, config):
-        # Keras skips this for models that override compile(); ours takes its arguments.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)  # so saved optimizer state loads
-
-    def labels_by_output(self, y, sample_weight):
-        """Re-keys labels (and weights) to output names; identity unless overridden."""
-        return y, sample_weight
-
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        y, sample_weight = self.labels_by_output(y, sample_weight)
-        return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
-                                    training=training)
-
-    def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        y, sample_weight = self.labels_by_output(y, sample_weight)
-        return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
 
     # === Presets and serialization ===
 

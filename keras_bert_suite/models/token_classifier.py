@@ -3,8 +3,8 @@
 import keras
 
 from keras_bert_suite.models.task import (
-    BertTask, check_label_names, check_num_classes, encoder_inputs, freeze_unused_pooler,
-    head_initializer)
+    BertTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
+    freeze_unused_pooler)
 from keras_bert_suite.models.token_losses import (
     IGNORE_LABEL, MaskedSparseCategoricalAccuracy, MaskedSparseCategoricalCrossentropy)
 
@@ -36,10 +36,7 @@ class BertTokenClassifier(BertTask):
                  **kwargs):
         check_num_classes(num_classes, minimum=2)
         label_names = check_label_names(label_names, num_classes)
-        policy = encoder.token_embedding.dtype_policy
-        dropout_layer = keras.layers.Dropout(dropout, dtype=policy, name="classifier_dropout")
-        head = keras.layers.Dense(num_classes, kernel_initializer=head_initializer(encoder),
-                                  dtype=policy, name="logits")
+        dropout_layer, head = dropout_and_dense(encoder, num_classes, dropout)
 
         # === Functional graph ===
         inputs = encoder_inputs()
