@@ -116,21 +116,15 @@ SENTIMENT_RECIPE = "sentiment_rotten_tomatoes_cpu"
 def sentiment(output_dir, overrides=()):
     """Fine-tunes the classifier; prints its held-out accuracy next to TF-IDF's."""
     from keras_bert_suite import recipe_runner
-    from keras_bert_suite.data.sentiment import (
-        load_rotten_tomatoes,
-        split_held_out,
-        tfidf_baseline,
-    )
+    from keras_bert_suite.data.sentiment import tfidf_baseline
+    from keras_bert_suite.recipe_runner.tasks.classification import read_examples
 
     recipe = recipe_runner.load_recipe(SENTIMENT_RECIPE, overrides=overrides)
-    data = recipe["data"]
-    (train_texts, train_labels), (test_texts, test_labels) = split_held_out(
-        *load_rotten_tomatoes(), held_out=data["held_out"], seed=data["seed"])
-    test_texts, test_labels = test_texts[:data["max_eval_examples"]], \
-        test_labels[:data["max_eval_examples"]]
-    print(f"\nSentiment: Rotten Tomatoes review sentences, {len(train_texts)} to train, "
-          f"{len(test_texts)} held out")
-    baseline = float(np.mean(tfidf_baseline(train_texts, train_labels, test_texts) == test_labels))
+    train, test = read_examples(recipe["data"])  # the split the fine-tuning run uses
+    print(f"\nSentiment: Rotten Tomatoes review sentences, {len(train)} to train, "
+          f"{len(test)} held out")
+    predicted = tfidf_baseline(train.texts, train.labels, test.texts)
+    baseline = float(np.mean(predicted == test.labels))
     print(f"  TF-IDF (word 1-2 + char 2-5 grams) + logistic regression: {baseline:.1%}")
     print(f"Fine-tuning {PRESET} ({recipe['description'].split(';')[0]})")
     summary = recipe_runner.run_recipe(recipe, output_dir, command="finetune",

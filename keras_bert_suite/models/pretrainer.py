@@ -7,7 +7,7 @@ import keras
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
-from keras_bert_suite.models.output_labels import LabelsByOutput
+from keras_bert_suite.models.model_base import BertModelBase
 from keras_bert_suite.training.metrics import MaskedLMPerplexity
 from keras_bert_suite.training.optimizers import create_optimizer
 
@@ -19,7 +19,7 @@ LABEL_OUTPUTS = {"mlm_labels": "mlm_logits", "nsp_labels": "nsp_logits"}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertPretrainer(LabelsByOutput, keras.Model):
+class BertPretrainer(BertModelBase, keras.Model):
     """BERT pretraining: masked-LM and (optionally) next-sentence prediction on an encoder.
 
     Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask` [B, T] as for `BertEncoder`,
@@ -202,19 +202,5 @@ class BertPretrainer(LabelsByOutput, keras.Model):
     # === Serialization ===
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.layers.serialize(self.encoder),
-            "preprocessor": (keras.layers.serialize(self.preprocessor)
-                             if self.preprocessor is not None else None),
-            "next_sentence_prediction": self.next_sentence_prediction,
-        }
+        return {**super().get_config(), "next_sentence_prediction": self.next_sentence_prediction}
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        if config.get("preprocessor") is not None:
-            config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
-        return cls(**config)

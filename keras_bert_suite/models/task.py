@@ -11,7 +11,7 @@
 import keras
 
 from keras_bert_suite.models.encoder import BertEncoder
-from keras_bert_suite.models.output_labels import LabelsByOutput
+from keras_bert_suite.models.model_base import BertModelBase
 from keras_bert_suite.text import task_inputs
 from keras_bert_suite.text.preprocessor import BertPreprocessor
 from keras_bert_suite.training.optimizers import create_optimizer
@@ -46,7 +46,7 @@ def _is_auto(value):
     return isinstance(value, str) and value == "auto"
 
 
-class BertTask(LabelsByOutput, keras.Model):
+class BertTask(BertModelBase, keras.Model):
     """Base class of the task models: an encoder, a head and an optional preprocessor.
 
     Subclasses build their functional graph and call `super().__init__(inputs, outputs,
@@ -205,22 +205,6 @@ class BertTask(LabelsByOutput, keras.Model):
             preprocessor = BertPreprocessor.from_preset(preset, sequence_length=sequence_length)
         return cls(encoder, preprocessor=preprocessor, **task_arguments)
 
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.layers.serialize(self.encoder),
-            "preprocessor": (keras.layers.serialize(self.preprocessor)
-                             if self.preprocessor is not None else None),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        if config.get("preprocessor") is not None:
-            config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
-        return cls(**config)
 
 
 def freeze_unused_pooler(encoder):

@@ -82,16 +82,22 @@ def _head(examples, limit):
                           examples.label_names, examples.line_numbers[:limit], examples.path)
 
 
-def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.data.classification import make_classification_dataset
-
-    data, training = recipe["data"], recipe["training"]
+def read_examples(data):
+    """(train, evaluation) ClassificationExamples of a recipe's `data` section, limits applied
+    (the demo's TF-IDF baseline reads the same split through this)."""
     if data["dataset"] not in READERS:
         raise RecipeError(f"data.dataset={data['dataset']!r} is not a classification data set; "
                           f"use one of {[k for k in READERS if k]} or null with files.")
     train, evaluation = READERS[data["dataset"]](data)
-    train = _head(train, data["max_train_examples"])
-    evaluation = _head(evaluation, data["max_eval_examples"])
+    return (_head(train, data["max_train_examples"]),
+            _head(evaluation, data["max_eval_examples"]))
+
+
+def prepare(recipe, preprocessor, log):
+    from keras_bert_suite.data.classification import make_classification_dataset
+
+    data, training = recipe["data"], recipe["training"]
+    train, evaluation = read_examples(data)
     log(f"classification: {len(train)} train / {len(evaluation)} eval examples")
     regression = train.label_names is None
     dataset = make_classification_dataset(

@@ -1,0 +1,50 @@
+"""What BertPretrainer and the task models share: an encoder and an optional preprocessor
+in their config, and labels keyed by output name."""
+
+import keras
+
+
+class BertModelBase:
+    """Mixin for a keras.Model with `self.encoder` and `self.preprocessor`.
+
+    * `get_config` / `from_config` serialize both (subclasses add their own arguments);
+    * `labels_by_output` re-keys (y, sample_weight) to the model's output names before Keras'
+      loss and metrics see them (identity unless overridden);
+    * `compile_from_config` re-runs the model's own compile() (with its defaults) when a
+      `.keras` file is loaded.
+    """
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.layers.serialize(self.encoder),
+            "preprocessor": (keras.layers.serialize(self.preprocessor)
+                             if self.preprocessor is not None else None),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
+        return cls(**config)
+
+    def labels_by_output(self, y, sample_weight):
+        return y, sample_weight
+
+    def compile_from_config(self, config):
+        # Keras skips this for models that override compile(); ours takes its arguments.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)  # so saved optimizer state loads
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        y, sample_weight = self.labels_by_output(y, sample_weight)
+        return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                    training=training)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        y, sample_weight = self.labels_by_output(y, sample_weight)
+        return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
