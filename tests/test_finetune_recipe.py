@@ -11,9 +11,10 @@ import pytest
 from keras_bert_suite import cli, recipe_runner
 from keras_bert_suite.recipe_runner import RecipeError, load_recipe
 
-# Fine-tuning runs are backend-agnostic plumbing around the task models, whose numbers are
-# tested on every backend in tests/models/; one backend keeps CI short.
-pytestmark = pytest.mark.backend_independent
+# Fine-tuning runs are plumbing around the task models, whose numbers are tested on every
+# backend in tests/models/; one tiny run goes through every backend, the rest run on one to
+# keep CI short.
+one_backend = pytest.mark.backend_independent
 
 FINETUNE_RECIPES = sorted(
     name for name in (f[:-5] for f in os.listdir(recipe_runner.RECIPES_DIR) if f.endswith(".json"))
@@ -22,6 +23,7 @@ TINY = ["model.preset=bert_uncased_L-2_H-128_A-2", "model.load_weights=false",
         "training.num_train_steps=2", "training.batch_size=8", "evaluation.batch_size=16"]
 
 
+@one_backend
 def test_every_finetune_recipe_loads():
     assert {"sentiment_rotten_tomatoes_cpu", "ner_wnut16_cpu", "squad_quoref_cpu",
             "glue_mrpc_gpu", "glue_mrpc_tpu", "squad_v1_gpu", "squad_v1_tpu",
@@ -32,6 +34,7 @@ def test_every_finetune_recipe_loads():
         assert recipe["task"] in recipe_runner.TASK_NAMES
 
 
+@one_backend
 def test_recipe_errors_name_the_problem(tmp_path):
     with pytest.raises(RecipeError, match="unknown recipe key 'training.epoch'.*training.epochs"):
         load_recipe("sentiment_rotten_tomatoes_cpu", ["training.epoch=2"])
@@ -52,6 +55,7 @@ def test_recipe_errors_name_the_problem(tmp_path):
                                  command="finetune")
 
 
+@one_backend
 def test_cli_reports_recipe_errors_without_traceback(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["finetune", "ner_wnut16_cpu", "--set", "data.held_out=0", "--output", "/tmp/none"]
@@ -83,6 +87,7 @@ def test_classification_run_on_rotten_tomatoes(tmp_path):
     assert set(rows[0]["probabilities"]) == {"rotten", "fresh"}
 
 
+@one_backend
 def test_classification_run_on_csv_files(tmp_path):
     from keras_bert_suite.data.sentiment import load_rotten_tomatoes
 
@@ -100,6 +105,7 @@ def test_classification_run_on_csv_files(tmp_path):
     assert metrics["eval_examples"] == 24
 
 
+@one_backend
 def test_ner_run_on_wnut16(tmp_path):
     metrics, output = _run("ner_wnut16_cpu", tmp_path, "data.max_train_examples=64",
                            "data.max_eval_examples=30")
@@ -110,6 +116,7 @@ def test_ner_run_on_wnut16(tmp_path):
     assert all(len(line.split("\t")) == 3 for s in sentences for line in s.splitlines())
 
 
+@one_backend
 def test_squad_run_on_quoref(tmp_path):
     metrics, output = _run("squad_quoref_cpu", tmp_path, "data.max_train_examples=32",
                            "data.max_eval_examples=20", "data.max_seq_length=128",
@@ -119,6 +126,7 @@ def test_squad_run_on_quoref(tmp_path):
         assert len(json.load(f)) == 20
 
 
+@one_backend
 def test_multiple_choice_run_on_swag_format(tmp_path):
     from keras_bert_suite.data.sentiment import load_rotten_tomatoes
 
