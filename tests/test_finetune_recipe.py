@@ -44,9 +44,9 @@ def test_recipe_errors_name_the_problem(tmp_path):
     bad_task.write_text(json.dumps({"task": "translation"}))
     with pytest.raises(RecipeError, match="unknown task 'translation'"):
         load_recipe(str(bad_task))
-    # The TPU variants say how they are meant to run; strategies arrive with issue 6.
-    with pytest.raises(RecipeError, match="distribution.strategy='tpu'.*strategy=none"):
-        recipe_runner.run_recipe(load_recipe("glue_mrpc_tpu"), str(tmp_path / "x"))
+    with pytest.raises(ValueError, match="distribution.strategy='tpu' needs distribution.tpu"):
+        recipe_runner.run_recipe(load_recipe("glue_mrpc_tpu", ["distribution.tpu=null"]),
+                                 str(tmp_path / "x"))
     with pytest.raises(RecipeError, match="needs data.dataset=glue|data.glue_task"):
         recipe_runner.run_recipe(load_recipe("glue_mrpc_gpu", TINY), str(tmp_path / "y"),
                                  verbose=0, log=lambda *_: None)

@@ -54,9 +54,9 @@ def test_overrides_reach_the_recipe():
         "model.encoder_overrides.dropout=0.2", "data.max_files=null"])
     assert recipe["training"]["optimizer"]["learning_rate"] == 0.002
     assert recipe["training"]["optimizer"]["name"] == "lamb"
-    assert recipe["training"]["optimizer"]["num_warmup_steps"] == 40  # from the file
+    assert recipe["training"]["optimizer"]["num_warmup_steps"] == 60  # from the file
     assert recipe["training"]["optimizer"]["beta_2"] == 0.999  # from DEFAULTS
-    assert recipe["model"]["encoder_overrides"] == {"max_sequence_length": 64, "dropout": 0.2}
+    assert recipe["model"]["encoder_overrides"] == {"max_sequence_length": 128, "dropout": 0.2}
     assert recipe["data"]["max_files"] is None
     assert recipe["name"] == "pretrain_cpu_smoke"
 
@@ -126,9 +126,12 @@ def _kbs_error(capsys, *argv):
 
 
 @pytest.mark.backend_independent
-def test_distribution_recipes_are_refused_until_wired(capsys, tmp_path):
+def test_tpu_recipe_on_a_machine_without_a_tpu_says_what_to_do(capsys, tmp_path):
     err = _kbs_error(capsys, "pretrain_bert_base_phase1_tpu", "--output", str(tmp_path))
-    assert "distribution.strategy='tpu' is documented in this recipe but not wired yet" in err
+    assert "distribution.tpu='local' but this machine has no TPU chips" in err
+    err = _kbs_error(capsys, "pretrain_bert_base_phase1_tpu", "--output", str(tmp_path),
+                     "--set", "distribution.tpu=null")
+    assert "distribution.strategy='tpu' needs distribution.tpu: 'local' on a TPU VM" in err
 
 
 @pytest.mark.backend_independent

@@ -21,6 +21,7 @@ import time
 
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
 from keras_bert_suite.recipe_runner.tasks import task_module
+from keras_bert_suite.training.distribution import DISTRIBUTION_DEFAULTS
 
 DEFAULTS = {
     "description": "",
@@ -59,14 +60,17 @@ DEFAULTS = {
         "seed": 0,
     },
     "training": {
-        "batch_size": 32,
+        "batch_size": 32,  # the global batch, split over the replicas
+        "per_replica_batch_size": None,  # set instead: global = this x replicas
         "epochs": 3,
         "num_train_steps": None,  # overrides epochs when set
         "learning_rate": 5e-5,  # the BERT paper's grid: 2e-5 .. 5e-5
         "warmup_fraction": 0.1,
         "weight_decay": 0.01,
         "global_clipnorm": 1.0,
-        "precision": "float32",  # "mixed_bfloat16" (TPU, recent GPUs) or "mixed_float16"
+        # "auto" (mixed_bfloat16 on TPU, float32 elsewhere), "float32", "mixed_bfloat16"
+        # (TPU, recent GPUs) or "mixed_float16" (older GPUs; loss-scaled)
+        "precision": "auto",
         "jit_compile": "auto",
         "seed": 1234,
     },
@@ -77,12 +81,9 @@ DEFAULTS = {
         "max_answer_length": 30,
         "null_score_diff_threshold": 0.0,
     },
-    # Documented now, wired in the distribution issue: anything but "none" is refused.
-    "distribution": {
-        "strategy": "none",  # "tpu" | "mirrored" | "data_parallel" (keras.distribution)
-        "tpu": None,
-        "num_devices": None,
-    },
+    # Where it trains (training/distribution.py): none, one_device, mirrored, multi_worker,
+    # tpu (TensorFlow); data_parallel, model_parallel (JAX).
+    "distribution": DISTRIBUTION_DEFAULTS,
 }
 SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides"}))
 
@@ -99,15 +100,19 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     """Fine-tunes and evaluates as the recipe says; returns {"metrics", "model_path", ...}."""
     import keras
 
-    from keras_bert_suite.recipe_runner.pretraining import check_distribution
+    from keras_bert_suite.recipe_runner.distributed import start_distribution
     from keras_bert_suite.text import BertPreprocessor
-    from keras_bert_suite.training import create_optimizer, loss_scaled, set_mixed_precision
+    from keras_bert_suite.training import set_mixed_precision, training_callbacks
 
-    check_distribution(recipe)
+    distribution, batch_size, precision = start_distribution(recipe, log)
     task = task_module(recipe["task"])
     model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
-    os.makedirs(output_dir, exist_ok=True)
-    write_json(os.path.join(output_dir, "recipe.json"), recipe)
+    # The task modules batch with training.batch_size: make it the global batch.
+    recipe = {**recipe, "training": {**training, "batch_size": batch_size}}
+    training = recipe["training"]
+    if distribution.is_chief:
+        os.makedirs(output_dir, exist_ok=True)
+        write_json(os.path.join(output_dir, "recipe.json"), recipe)
     keras.utils.set_random_seed(training["seed"])
 
     preprocessor = BertPreprocessor.from_preset(model_config["preset"],
@@ -118,36 +123,57 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
         f"({epochs} epochs of {steps_per_epoch})")
 
     previous_policy = keras.config.dtype_policy()
-    set_mixed_precision(training["precision"])
+    set_mixed_precision(precision)
     try:
-        model = task.MODEL.from_preset(
-            model_config["preset"], load_weights=model_config["load_weights"],
-            preprocessor=task.model_preprocessor(preprocessor),
-            encoder_overrides=model_config["encoder_overrides"],
-            **task_data.model_arguments, **task.head_arguments(model_config))
-        if model.encoder.max_sequence_length < data["max_seq_length"]:
-            raise RecipeError(
-                f"data.max_seq_length={data['max_seq_length']} exceeds the model's "
-                f"max_sequence_length={model.encoder.max_sequence_length}.")
-        optimizer = create_optimizer(
-            "adamw", learning_rate=training["learning_rate"], num_train_steps=total_steps,
-            num_warmup_steps=int(training["warmup_fraction"] * total_steps),
-            weight_decay=training["weight_decay"], global_clipnorm=training["global_clipnorm"])
-        model.compile(optimizer=loss_scaled(optimizer), jit_compile=training["jit_compile"])
+        with distribution.scope():
+            model = _compiled_model(task, recipe, preprocessor, task_data, total_steps,
+                                    distribution.steps_per_execution)
     finally:
         keras.config.set_dtype_policy(previous_policy)
 
+    chief = distribution.is_chief
     started = time.perf_counter()
-    model.fit(task_data.train.repeat(), epochs=epochs, steps_per_epoch=steps_per_epoch, shuffle=False,
-              verbose=verbose, callbacks=[keras.callbacks.TensorBoard(
-                  os.path.join(output_dir, "logs")), *callbacks])
+    with distribution.run_scope():
+        model.fit(distribution.shard_input(task_data.train).repeat(), epochs=epochs, steps_per_epoch=steps_per_epoch,
+                  shuffle=False, verbose=verbose, callbacks=[*training_callbacks(
+                      output_dir, backup=False, chief=chief), *callbacks])
     train_seconds = time.perf_counter() - started
+    model_path = os.path.join(output_dir, "model.keras")
+    if distribution.num_workers > 1:
+        # Each worker's predict() would see only its share of the evaluation data: the chief
+        # evaluates a plain (undistributed) copy of the trained model instead.
+        if not chief:
+            return {"metrics": None, "model_path": model_path, "model": model}
+        model.save(model_path)
+        model = keras.saving.load_model(model_path)
     metrics = task.evaluate(model, task_data, recipe, output_dir)
     metrics["train_seconds"] = round(train_seconds, 1)
     metrics["train_examples"] = task_data.num_train_examples
     write_json(os.path.join(output_dir, "metrics.json"), metrics)
-    model_path = os.path.join(output_dir, "model.keras")
     model.save(model_path)
     log("Metrics: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                 for k, v in metrics.items() if not isinstance(v, dict)))
     return {"metrics": metrics, "model_path": model_path, "model": model}
+
+
+def _compiled_model(task, recipe, preprocessor, task_data, total_steps, steps_per_execution):
+    """The task model from the recipe's preset, compiled with BERT's fine-tuning AdamW."""
+    from keras_bert_suite.training import create_optimizer, loss_scaled
+
+    model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
+    model = task.MODEL.from_preset(
+        model_config["preset"], load_weights=model_config["load_weights"],
+        preprocessor=task.model_preprocessor(preprocessor),
+        encoder_overrides=model_config["encoder_overrides"],
+        **task_data.model_arguments, **task.head_arguments(model_config))
+    if model.encoder.max_sequence_length < data["max_seq_length"]:
+        raise RecipeError(
+            f"data.max_seq_length={data['max_seq_length']} exceeds the model's "
+            f"max_sequence_length={model.encoder.max_sequence_length}.")
+    optimizer = create_optimizer(
+        "adamw", learning_rate=training["learning_rate"], num_train_steps=total_steps,
+        num_warmup_steps=int(training["warmup_fraction"] * total_steps),
+        weight_decay=training["weight_decay"], global_clipnorm=training["global_clipnorm"])
+    model.compile(optimizer=loss_scaled(optimizer), jit_compile=training["jit_compile"],
+                  steps_per_execution=steps_per_execution)
+    return model

@@ -8,8 +8,9 @@ existing TFRecords in the original BERT schema -> tf.data with dynamic masking (
 every pass) -> BertPretrainer -> `create_optimizer` -> `fit` in "epochs" of one checkpoint
 interval (training/callbacks.py), with a backup every `checkpoint_every_n_steps`, TensorBoard
 logs and Keras' progress bar. Re-running into the same output directory resumes from the last
-backup with the same step counter, optimizer state and data position. The output directory
-gets:
+backup with the same step counter, optimizer state and data position. The `distribution`
+section picks the devices (training/distribution.py; `training.batch_size` is the global
+batch); with several workers only the chief writes. The output directory gets:
 
     history.json       metrics after every checkpoint interval (and at step 0 with eval),
                        each row tagged with its optimizer step
@@ -25,6 +26,7 @@ import os
 import random
 
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
+from keras_bert_suite.training.distribution import DISTRIBUTION_DEFAULTS
 
 # Every key a pretraining recipe may set, with its default. A comment says why when the
 # value is not obvious. `model.encoder_overrides` is free-form (BertEncoder arguments).
@@ -61,12 +63,15 @@ DEFAULTS = {
         "seed": 12345,
     },
     "training": {
-        "batch_size": 32,
+        "batch_size": 32,  # the global batch, split over the replicas
+        "per_replica_batch_size": None,  # set instead: global = this x replicas
         "num_train_steps": 1000,  # optimizer updates
         "checkpoint_every_n_steps": 100,  # also how often history.json gets a row (and eval)
         "log_every_n_steps": 10,  # TensorBoard
         "eval_batches": 20,
-        "precision": "float32",  # "mixed_bfloat16" (TPU, recent GPUs) or "mixed_float16"
+        # "auto" (mixed_bfloat16 on TPU, float32 elsewhere), "float32", "mixed_bfloat16"
+        # (TPU, recent GPUs) or "mixed_float16" (older GPUs; loss-scaled)
+        "precision": "auto",
         "run_eagerly": False,
         "jit_compile": "auto",
         "seed": 1234,  # Keras' global seed: weight initialisation and dropout
@@ -82,12 +87,9 @@ DEFAULTS = {
             "epsilon": 1e-6,
         },
     },
-    # Documented now, wired in the distribution issue: anything but "none" is refused.
-    "distribution": {
-        "strategy": "none",  # "tpu" | "mirrored" | "data_parallel" (keras.distribution)
-        "tpu": None,  # TPU name or address for TPUClusterResolver
-        "num_devices": None,
-    },
+    # Where it trains (training/distribution.py): none, one_device, mirrored, multi_worker,
+    # tpu (TensorFlow); data_parallel, model_parallel (JAX).
+    "distribution": DISTRIBUTION_DEFAULTS,
 }
 SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides"}))
 
@@ -176,8 +178,10 @@ def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log):
     return tf.data.Dataset.from_tensor_slices(features), len(instances)
 
 
-def build_datasets(recipe, tokenizer, log=print):
-    """(train, eval or None) tf.data of (x, y) batches; train repeats forever."""
+def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=None):
+    """(train, eval or None) tf.data of (x, y) batches of `batch_size` (default
+    `training.batch_size`, the global batch); train repeats forever. With a multi-worker
+    `distribution`, each worker reads its own share (by file for TFRecords, else by element)."""
     from keras_bert_suite.data.dynamic_masking import DynamicMasker, apply_dynamic_masking
 
     data, training = recipe["data"], recipe["training"]
@@ -192,33 +196,39 @@ def build_datasets(recipe, tokenizer, log=print):
         files = corpus_files(data["corpus"], data["max_files"])
         train_files, eval_files = split_files(files, data["eval_fraction"], data["seed"])
 
-    def prepare(dataset, train):
+    batch_size = batch_size or training["batch_size"]
+
+    def prepare(dataset, train, num_files):
+        if distribution is not None:
+            dataset = distribution.shard_input(dataset, num_files)
         if train:
             dataset = dataset.shuffle(data["shuffle_buffer_size"], seed=data["seed"],
                                       reshuffle_each_iteration=True).repeat()
-        dataset = dataset.batch(training["batch_size"], drop_remainder=train)
+        dataset = dataset.batch(batch_size, drop_remainder=train)
         if not nsp:
             dataset = dataset.map(lambda f: {k: v for k, v in f.items() if k != "nsp_labels"})
         return apply_dynamic_masking(dataset, masker, seed=data["seed"])
 
     train, _ = _feature_dataset(train_files, data["tfrecords"], tokenizer, data, nsp, log)
-    train = prepare(train, True)
+    train = prepare(train, True, _num_tfrecord_files(data["tfrecords"]))
     evaluation = None
     if data["eval_tfrecords"] is not None or eval_files:
         evaluation, _ = _feature_dataset(eval_files, data["eval_tfrecords"], tokenizer, data,
                                          nsp, log)
         # Masked once and cached: every evaluation scores the same predictions.
-        evaluation = prepare(evaluation, False).take(training["eval_batches"]).cache()
+        evaluation = prepare(evaluation, False, _num_tfrecord_files(data["eval_tfrecords"]))
+        evaluation = evaluation.take(training["eval_batches"]).cache()
     return train, evaluation
 
 
-def check_distribution(recipe):
-    strategy = recipe["distribution"]["strategy"]
-    if strategy != "none":
-        raise RecipeError(
-            f"distribution.strategy={strategy!r} is documented in this recipe but not wired "
-            "yet (the distribution issue adds TPU / multi-GPU strategies). Run on one device "
-            "with --set distribution.strategy=none.")
+def _num_tfrecord_files(patterns):
+    """How many files the TFRecord patterns match (0 for text corpora: shard by element)."""
+    if patterns is None:
+        return 0
+    import tensorflow as tf
+
+    patterns = [patterns] if isinstance(patterns, str) else patterns
+    return len({path for pattern in patterns for path in tf.io.gfile.glob(pattern)})
 
 
 def recipe_tokenizer(model):
@@ -229,7 +239,7 @@ def recipe_tokenizer(model):
     return BertTokenizer.from_preset(model["tokenizer_preset"])
 
 
-def _history_callback(path, start_rows, accumulation):
+def _history_callback(path, start_rows, accumulation, chief=True):
     import keras
 
     rows = list(start_rows)
@@ -242,21 +252,27 @@ def _history_callback(path, start_rows, accumulation):
             step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
             rows.append({"step": step // accumulation,
                          **{k: float(v) for k, v in (logs or {}).items()}})
-            write_json(path, {"history": rows})
+            if chief:
+                write_json(path, {"history": rows})
 
     return HistoryWriter(), rows
 
 
 def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print):
-    """Runs the recipe into `output_dir` (resuming a backup there); returns a summary dict."""
+    """Runs the recipe into `output_dir` (resuming a backup there); returns a summary dict.
+
+    Under a multi-worker distribution every worker runs this with the same `output_dir`
+    (shared storage, e.g. a bucket); only the chief writes to it.
+    """
     import keras
 
     from keras_bert_suite.models.pretrainer import BertPretrainer
+    from keras_bert_suite.recipe_runner.distributed import start_distribution
     from keras_bert_suite.training import (
         checkpointed_fit_arguments,
-        completed_batches,
         create_optimizer,
         loss_scaled,
+        restore_backup,
         set_mixed_precision,
         training_callbacks,
     )
@@ -264,44 +280,50 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     if recipe.get("task", "pretrain") != "pretrain":
         raise RecipeError(f"`kbs pretrain` runs task 'pretrain' recipes, this one is "
                           f"{recipe['task']!r}.")
-    check_distribution(recipe)
+    distribution, batch_size, precision = start_distribution(recipe, log)
+    chief = distribution.is_chief
     model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
     optimizer_config = dict(training["optimizer"])
     accumulation = optimizer_config["gradient_accumulation_steps"]
     fit_arguments = checkpointed_fit_arguments(
         training["num_train_steps"], training["checkpoint_every_n_steps"], accumulation)
-    os.makedirs(output_dir, exist_ok=True)
-    write_json(os.path.join(output_dir, "recipe.json"), recipe)
+    if chief:
+        os.makedirs(output_dir, exist_ok=True)
+        write_json(os.path.join(output_dir, "recipe.json"), recipe)
 
     keras.utils.set_random_seed(training["seed"])
     tokenizer = recipe_tokenizer(model_config)
     # Fail on a vocabulary without [CLS]/[SEP]/[MASK] before any corpus work.
     for token_id in ("cls_token_id", "sep_token_id", "mask_token_id", "pad_token_id"):
         getattr(tokenizer, token_id)
-    train, evaluation = build_datasets(recipe, tokenizer, log=log)
+    train, evaluation = build_datasets(recipe, tokenizer, log=log, batch_size=batch_size,
+                                       distribution=distribution)
 
     previous_policy = keras.config.dtype_policy()
-    set_mixed_precision(training["precision"])
+    set_mixed_precision(precision)
     try:
-        overrides = {"vocabulary_size": tokenizer.vocabulary_size(),
-                     **model_config["encoder_overrides"]}
-        pretrainer = BertPretrainer.from_preset(
-            model_config["preset"], load_weights=model_config["load_weights"],
-            next_sentence_prediction=model_config["next_sentence_prediction"], **overrides)
-        if pretrainer.encoder.max_sequence_length < data["max_seq_length"]:
-            raise RecipeError(
-                f"data.max_seq_length={data['max_seq_length']} exceeds the model's "
-                f"max_sequence_length={pretrainer.encoder.max_sequence_length}.")
-        name = optimizer_config.pop("name")
-        optimizer = create_optimizer(name, num_train_steps=training["num_train_steps"],
-                                     **optimizer_config)
-        pretrainer.compile(optimizer=loss_scaled(optimizer),
-                           run_eagerly=training["run_eagerly"],
-                           jit_compile=training["jit_compile"])
+        with distribution.scope():
+            overrides = {"vocabulary_size": tokenizer.vocabulary_size(),
+                         **model_config["encoder_overrides"]}
+            pretrainer = BertPretrainer.from_preset(
+                model_config["preset"], load_weights=model_config["load_weights"],
+                next_sentence_prediction=model_config["next_sentence_prediction"], **overrides)
+            if pretrainer.encoder.max_sequence_length < data["max_seq_length"]:
+                raise RecipeError(
+                    f"data.max_seq_length={data['max_seq_length']} exceeds the model's "
+                    f"max_sequence_length={pretrainer.encoder.max_sequence_length}.")
+            name = optimizer_config.pop("name")
+            optimizer = create_optimizer(name, num_train_steps=training["num_train_steps"],
+                                         **optimizer_config)
+            pretrainer.compile(optimizer=loss_scaled(optimizer),
+                               run_eagerly=training["run_eagerly"],
+                               jit_compile=training["jit_compile"],
+                               steps_per_execution=distribution.steps_per_execution)
+            initial_epoch = restore_backup(pretrainer, output_dir)
     finally:
         keras.config.set_dtype_policy(previous_policy)
 
-    skip = completed_batches(output_dir, fit_arguments["steps_per_epoch"])
+    skip = initial_epoch * fit_arguments["steps_per_epoch"]
     history_path = os.path.join(output_dir, "history.json")
     start_step = skip // (accumulation or 1)
     rows = []
@@ -311,22 +333,31 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     if skip:
         log(f"Resuming from the backup in {output_dir} at step {start_step}.")
     elif evaluation is not None:
-        scores = pretrainer.evaluate(evaluation, verbose=0, return_dict=True)
+        with distribution.run_scope():
+            scores = pretrainer.evaluate(evaluation, verbose=0, return_dict=True)
         rows = [{"step": 0, **{f"val_{k}": float(v) for k, v in scores.items()}}]
-        write_json(history_path, {"history": rows})
-    writer, rows = _history_callback(history_path, rows, accumulation or 1)
-    pretrainer.fit(
-        train.skip(skip), validation_data=evaluation, verbose=verbose, shuffle=False,
-        callbacks=[*training_callbacks(output_dir, training["log_every_n_steps"]), writer,
-                   *callbacks],
-        **fit_arguments)
+        if chief:
+            write_json(history_path, {"history": rows})
+    writer, rows = _history_callback(history_path, rows, accumulation or 1, chief)
+    with distribution.run_scope():
+        pretrainer.fit(
+            train.skip(skip), validation_data=evaluation, verbose=verbose, shuffle=False,
+            initial_epoch=initial_epoch,
+            # The history row goes first: a run killed between it and the backup resumes
+            # from the previous backup and rewrites the row.
+            callbacks=[writer, *training_callbacks(output_dir, training["log_every_n_steps"],
+                                                   chief=chief), *callbacks],
+            **fit_arguments)
 
     model_path = os.path.join(output_dir, "pretrainer.keras")
-    pretrainer.save(model_path)
-    pretrainer.save_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer,
-                           lowercase=tokenizer.lowercase)
+    if chief:
+        pretrainer.save(model_path)
+        pretrainer.save_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer,
+                               lowercase=tokenizer.lowercase)
     step = int(keras.ops.convert_to_numpy(pretrainer.optimizer.iterations)) // (accumulation or 1)
     log(f"Done at step {step}: {output_dir}/history.json, {model_path}, "
-        f"{output_dir}/preset/")
+        f"{output_dir}/preset/" if chief else f"Done at step {step} (worker "
+        f"{distribution.worker_index}; the chief writes {output_dir}).")
     return {"step": step, "history": rows, "model_path": model_path,
-            "preset_dir": os.path.join(output_dir, "preset")}
+            "preset_dir": os.path.join(output_dir, "preset"), "model": pretrainer,
+            "distribution": distribution}

@@ -2,9 +2,10 @@
 
 from keras_bert_suite.training.callbacks import (
     checkpointed_fit_arguments,
-    completed_batches,
+    restore_backup,
     training_callbacks,
 )
+from keras_bert_suite.training.distribution import Distribution, create_distribution
 from keras_bert_suite.training.metrics import MaskedLMPerplexity
 from keras_bert_suite.training.optimizers import create_optimizer
 from keras_bert_suite.training.precision import loss_scaled, set_mixed_precision

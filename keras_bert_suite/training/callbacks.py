@@ -1,30 +1,34 @@
 """Callbacks for long runs: a backup every N steps that resumes exactly, and TensorBoard logs.
 
-Keras' `BackupAndRestore` restores weights, optimizer state (slots and the `iterations`
-step counter) and the epoch to resume at, but a run resumed mid-epoch would restart that
-epoch from its first batch. So a long run is cut into "epochs" of one checkpoint interval
-each (`checkpointed_fit_arguments`) and backed up at every epoch end: a resumed run starts
-exactly where the last backup was taken, and `completed_batches` tells the input pipeline
-how many batches to skip to be at the same data position.
+A long run is cut into "epochs" of one checkpoint interval each (`checkpointed_fit_arguments`)
+and backed up at every epoch end by `StepBackup`: weights, optimizer slots and the step counter
+in one file whose name holds the epoch, written under a temporary name and renamed into place.
+A process killed at any moment (SIGKILL included) leaves either the new backup or the previous
+one, never weights that disagree with the recorded data position (Keras' `BackupAndRestore`
+writes weights and its metadata as two files, so a kill between them desynchronises them).
+`restore_backup` loads the latest one and says how many epochs it covers: the run continues
+with `fit(initial_epoch=...)` and skips the batches those epochs consumed.
 
-    directory/backup/   Keras' backup (latest.weights.h5, training_metadata.json, .bkp copies)
+    directory/backup/   epoch-000012.weights.h5 (the latest) and the one before it
     directory/logs/     TensorBoard event files (losses, metrics, learning_rate)
 
 Example:
 >>> fit_arguments = checkpointed_fit_arguments(num_train_steps=10_000,
 ...                                            checkpoint_every_n_steps=1_000)
->>> skip = completed_batches("runs/pretrain", fit_arguments["steps_per_epoch"])
->>> model.fit(dataset.skip(skip), callbacks=training_callbacks("runs/pretrain"),
-...           verbose=1, **fit_arguments)  # verbose=1: Keras' progress bar
+>>> epoch = restore_backup(model, "runs/pretrain")  # 0 on a fresh run
+>>> model.fit(dataset.skip(epoch * fit_arguments["steps_per_epoch"]), initial_epoch=epoch,
+...           callbacks=training_callbacks("runs/pretrain"), verbose=1, **fit_arguments)
 """
 
-import json
 import os
+import re
+import shutil
 
 import keras
 
 BACKUP_DIR = "backup"
 LOGS_DIR = "logs"
+_BACKUP_FILE = re.compile(r"^epoch-(\d+)\.weights\.h5$")
 
 
 def checkpointed_fit_arguments(num_train_steps, checkpoint_every_n_steps,
@@ -44,24 +48,75 @@ def checkpointed_fit_arguments(num_train_steps, checkpoint_every_n_steps,
             "steps_per_epoch": checkpoint_every_n_steps * batches_per_step}
 
 
-def training_callbacks(directory, log_every_n_steps=100, tensorboard=True):
-    """[BackupAndRestore at every epoch end, TensorBoard] writing under `directory`.
+def _backups(directory):
+    """[(epoch, path)] of the complete backups under `directory`, latest first."""
+    backup_dir = os.path.join(directory, BACKUP_DIR)
+    if not os.path.isdir(backup_dir):
+        return []
+    found = [(int(match.group(1)), os.path.join(backup_dir, name))
+             for name in os.listdir(backup_dir) if (match := _BACKUP_FILE.match(name))]
+    return sorted(found, reverse=True)
 
-    The backup keeps the previous state too (`double_checkpoint`), so a run killed while
-    writing resumes from the one before. It is deleted when `fit` completes.
+
+class StepBackup(keras.callbacks.Callback):
+    """Backs the training state up into `directory/backup/` at every epoch end (atomically:
+    written to `backup/.partial/`, then renamed), keeping the latest `keep` backups.
+
+    `write=False` on the non-chief workers of a multi-worker run: they train in lockstep
+    with the chief and resume from its backup. The backups are deleted once `fit` completes.
     """
-    callbacks = [keras.callbacks.BackupAndRestore(
-        os.path.join(directory, BACKUP_DIR), save_freq="epoch", double_checkpoint=True)]
-    if tensorboard:
+
+    def __init__(self, directory, write=True, keep=2):
+        super().__init__()
+        self.directory = directory
+        self.write = write
+        self.keep = keep
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not self.write:
+            return
+        backup_dir = os.path.join(self.directory, BACKUP_DIR)
+        partial_dir = os.path.join(backup_dir, ".partial")
+        os.makedirs(partial_dir, exist_ok=True)
+        name = f"epoch-{epoch + 1:06d}.weights.h5"
+        self.model.save_weights(os.path.join(partial_dir, name), overwrite=True)
+        os.replace(os.path.join(partial_dir, name), os.path.join(backup_dir, name))
+        for _, old in _backups(self.directory)[self.keep:]:
+            os.remove(old)
+
+    def on_train_end(self, logs=None):
+        if self.write:
+            shutil.rmtree(os.path.join(self.directory, BACKUP_DIR), ignore_errors=True)
+
+
+def restore_backup(model, directory):
+    """Loads the latest backup under `directory` into the compiled `model` (weights,
+    optimizer slots and step counter); returns the epochs it covers (0: nothing to resume).
+
+    Call it in the distribution's scope, before `fit(initial_epoch=...)`. If the latest file
+    cannot be read (a damaged disk), the one before it is used.
+    """
+    backups = _backups(directory)
+    if not backups:
+        return 0
+    if model.optimizer is not None and not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)  # slots must exist to be loaded
+    for number, (epoch, path) in enumerate(backups):
+        try:
+            model.load_weights(path)
+            return epoch
+        except OSError:
+            if number == len(backups) - 1:
+                raise
+    return 0
+
+
+def training_callbacks(directory, log_every_n_steps=100, tensorboard=True, chief=True,
+                       backup=True):
+    """[StepBackup, TensorBoard] writing under `directory`; the non-chief workers of a
+    multi-worker run (`chief=False`) get a backup that writes nothing and no TensorBoard."""
+    callbacks = [StepBackup(directory, write=chief)] if backup else []
+    if tensorboard and chief:
         callbacks.append(keras.callbacks.TensorBoard(
             os.path.join(directory, LOGS_DIR), update_freq=log_every_n_steps))
     return callbacks
-
-
-def completed_batches(directory, steps_per_epoch):
-    """How many batches the backed-up run in `directory` consumed (0 if there is none)."""
-    metadata_path = os.path.join(directory, BACKUP_DIR, "training_metadata.json")
-    if not os.path.exists(metadata_path):
-        return 0
-    with open(metadata_path) as f:
-        return json.load(f)["epoch"] * steps_per_epoch

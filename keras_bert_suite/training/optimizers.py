@@ -30,20 +30,49 @@ def _dense_gradients(gradients):
             for g in gradients]
 
 
-@keras.saving.register_keras_serializable(package="keras_bert_suite")
-class AdamW(keras.optimizers.AdamW):
-    """Keras' AdamW, given dense gradients on every backend (see `_dense_gradients`)."""
+def _summed_over_replicas(gradients):
+    """Under a tf.distribute strategy, the gradients summed over the replicas.
+
+    Keras 3.15's TensorFlow optimizer clips by global norm BEFORE it sums the replicas'
+    gradients, so each replica clips its own partial gradient with its own factor: with two
+    replicas, one step differs from the same global batch on one device whenever clipping is
+    active. Summing first (and skipping Keras' later sum, `_all_reduce_sum_gradients`) gives
+    the one-device result: the norm of the whole batch's gradient, one factor for all.
+    """
+    import tensorflow as tf  # only reached on the TensorFlow backend
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return gradients
+    present = [g for g in gradients if g is not None]
+    summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+    return [None if g is None else next(summed) for g in gradients]
+
+
+class _BertGradients:
+    """Mixin for Keras' optimizers: dense (and, under a strategy, replica-summed) gradients
+    before clipping, on every backend."""
 
     def apply(self, grads, trainable_variables=None):
-        return super().apply(_dense_gradients(grads), trainable_variables)
+        grads = _dense_gradients(grads)
+        if keras.backend.backend() == "tensorflow":
+            grads = _summed_over_replicas(grads)
+        return super().apply(grads, trainable_variables)
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return grads_and_vars  # already summed in `apply` (TensorFlow backend only hook)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class Lamb(keras.optimizers.Lamb):
-    """Keras' Lamb, given dense gradients on every backend (see `_dense_gradients`)."""
+class AdamW(_BertGradients, keras.optimizers.AdamW):
+    """Keras' AdamW, given dense, replica-summed gradients (see `_dense_gradients`,
+    `_summed_over_replicas`)."""
 
-    def apply(self, grads, trainable_variables=None):
-        return super().apply(_dense_gradients(grads), trainable_variables)
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class Lamb(_BertGradients, keras.optimizers.Lamb):
+    """Keras' Lamb, given dense, replica-summed gradients (see `_dense_gradients`,
+    `_summed_over_replicas`)."""
 
 
 OPTIMIZERS = {"adamw": AdamW, "lamb": Lamb}

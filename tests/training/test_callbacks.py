@@ -10,8 +10,8 @@ import tensorflow as tf
 
 from keras_bert_suite.training import (
     checkpointed_fit_arguments,
-    completed_batches,
     create_optimizer,
+    restore_backup,
     training_callbacks,
 )
 from tests.conftest import to_numpy
@@ -32,7 +32,7 @@ class Interrupt(keras.callbacks.Callback):
 
 
 class StepAtStart(keras.callbacks.Callback):
-    """Records the optimizer's step counter once the backup (an earlier callback) is loaded."""
+    """Records the optimizer's step counter when fit starts."""
 
     def on_train_begin(self, logs=None):
         self.step = _step(self.model)
@@ -74,12 +74,15 @@ def test_resume_continues_the_interrupted_run(tmp_path):
         pretrainer.fit(_dataset(), verbose=0, shuffle=False, **FIT_ARGUMENTS,
                        # Step 5 is the first step of the third "epoch".
                        callbacks=training_callbacks(run_dir) + [Interrupt(at_step=5)])
-    skip = completed_batches(run_dir, FIT_ARGUMENTS["steps_per_epoch"])
-    assert skip == 4  # the backup after step 4; step 5 is redone
+    assert sorted(os.listdir(os.path.join(run_dir, "backup"))) == [
+        ".partial", "epoch-000001.weights.h5", "epoch-000002.weights.h5"]
 
     _restart(pretrainer, tiny_pretrainer(num_layers=1).get_weights())  # other weights
+    epoch = restore_backup(pretrainer, run_dir)
+    assert epoch == 2  # the backup after step 4; step 5 is redone
     step_at_start = StepAtStart()
-    history = pretrainer.fit(_dataset(skip), verbose=0, shuffle=False, **FIT_ARGUMENTS,
+    history = pretrainer.fit(_dataset(epoch * FIT_ARGUMENTS["steps_per_epoch"]), verbose=0,
+                             shuffle=False, initial_epoch=epoch, **FIT_ARGUMENTS,
                              callbacks=training_callbacks(run_dir) + [step_at_start])
     assert step_at_start.step == 4
     assert len(history.history["loss"]) == 1  # only the third epoch was left
@@ -91,7 +94,7 @@ def test_resume_continues_the_interrupted_run(tmp_path):
 
     assert not os.path.exists(os.path.join(run_dir, "backup"))  # removed once fit completes
     assert any(files for _, _, files in os.walk(os.path.join(run_dir, "logs")))
-    assert completed_batches(run_dir, 2) == 0
+    assert restore_backup(pretrainer, run_dir) == 0
 
 
 def test_checkpoint_interval_must_divide_the_run():

@@ -1,0 +1,190 @@
+"""Programs the distribution tests run in fresh processes (devices must be set up before
+TensorFlow or JAX start, which the pytest process has long done):
+
+    python -m tests.training.distributed_programs mirrored_step
+    XLA_FLAGS=--xla_force_host_platform_device_count=2 KERAS_BACKEND=jax \
+        python -m tests.training.distributed_programs jax_fit
+
+Each prints one JSON line (prefixed RESULT) that the test reads.
+"""
+
+import json
+import sys
+
+GLOBAL_BATCH = 8
+SEQUENCE_LENGTH = 32
+# A small pretraining run on real text (6 State of the Union addresses), 4 steps.
+SMALL_PRETRAINING = [
+    'model.encoder_overrides={"num_layers": 2, "hidden_dim": 64, "num_heads": 2, '
+    '"intermediate_dim": 128, "max_sequence_length": 32, "dropout": 0.0}',
+    "data.max_files=6", "data.eval_fraction=0", "data.max_seq_length=32",
+    "data.max_predictions_per_seq=5", "data.dupe_factor=1", "training.batch_size=8",
+    "training.num_train_steps=4", "training.checkpoint_every_n_steps=2",
+    "training.optimizer.num_warmup_steps=0"]
+
+
+def _real_batch():
+    """8 Rotten Tomatoes sentences with their labels, as MiniLM encoder inputs."""
+    from keras_bert_suite.data.sentiment import load_rotten_tomatoes
+    from keras_bert_suite.text import BertPreprocessor
+
+    import numpy as np
+
+    texts, labels = load_rotten_tomatoes()
+    preprocessor = BertPreprocessor.from_preset("minilm_l6_h384_uncased",
+                                                sequence_length=SEQUENCE_LENGTH)
+    inputs = preprocessor(texts[:GLOBAL_BATCH])
+    return {k: np.asarray(v) for k, v in inputs.items()}, labels[:GLOBAL_BATCH]
+
+
+def _one_step(distribution, weights, x, y, optimizer):
+    """One `fit` step of the real MiniLM classifier from `weights` under `distribution`."""
+    import numpy as np
+
+    from keras_bert_suite import BertClassifier
+
+    with distribution.scope():
+        model = BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2,
+                                           preprocessor=None, dropout=0.0,
+                                           encoder_overrides={"dropout": 0.0})
+        if weights is not None:
+            model.set_weights(weights)
+        model.compile(optimizer=optimizer(), jit_compile=False)
+    start = [np.array(w) for w in model.get_weights()]
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.from_tensor_slices((x, np.array(y))).batch(GLOBAL_BATCH)
+    model.fit(dataset, epochs=1, verbose=0, shuffle=False)
+    return start, model.get_weights()
+
+
+def mirrored_step():
+    """One step on 2 mirrored logical CPUs vs the same global batch on one device, with
+    global-norm clipping active (clipnorm far below the gradient's norm)."""
+    import keras
+    import numpy as np
+
+    from keras_bert_suite.training import create_optimizer
+    from keras_bert_suite.training.distribution import Distribution, create_distribution
+
+    mirrored = create_distribution({"strategy": "mirrored", "num_devices": 2})
+    x, y = _real_batch()
+
+    def ours():
+        return create_optimizer("adamw", learning_rate=1e-3, global_clipnorm=0.1)
+
+    def stock():
+        return keras.optimizers.AdamW(learning_rate=1e-3, global_clipnorm=0.1, epsilon=1e-6)
+
+    keras.utils.set_random_seed(0)
+    start, one_device = _one_step(Distribution(), None, x, y, ours)
+    _, two_replicas = _one_step(mirrored, start, x, y, ours)
+    _, stock_one = _one_step(Distribution(), start, x, y, stock)
+    _, stock_two = _one_step(mirrored, start, x, y, stock)
+
+    def max_difference(a, b):
+        return float(max(np.max(np.abs(np.asarray(u) - np.asarray(v))) for u, v in zip(a, b)))
+
+    # The pretraining runner on the same two replicas.
+    from keras_bert_suite.recipe_runner import load_recipe
+    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
+
+    recipe = load_recipe("pretrain_cpu_smoke", overrides=[
+        'distribution.strategy="mirrored"',
+        "distribution.num_devices=2", *SMALL_PRETRAINING])
+    summary = run_pretraining(recipe, sys.argv[2], verbose=0, log=lambda *_: None)
+    # ... and the fine-tuning runner: a tiny sentiment run, evaluated under the strategy.
+    from keras_bert_suite.recipe_runner.finetuning import run_finetuning
+
+    finetuned = run_finetuning(load_recipe("sentiment_rotten_tomatoes_cpu", overrides=[
+        "model.preset=bert_uncased_L-2_H-128_A-2", "model.load_weights=false",
+        'distribution.strategy="mirrored"', "distribution.num_devices=2",
+        "training.num_train_steps=2", "training.per_replica_batch_size=4",
+        "evaluation.batch_size=16", "data.max_train_examples=64", "data.max_eval_examples=40"]),
+        sys.argv[2] + "-finetune", verbose=0, log=lambda *_: None)
+    return {
+        "finetune_eval_examples": finetuned["metrics"]["eval_examples"],
+        "finetune_steps": int(np.asarray(finetuned["model"].optimizer.iterations)),
+        "pretraining_step": summary["step"],
+        "pretraining_replicas": summary["distribution"].num_replicas,
+        "replicas": mirrored.num_replicas,
+        "devices": list(mirrored.tf_strategy.extended.worker_devices),
+        "moved": max_difference(start, one_device),
+        "ours_difference": max_difference(one_device, two_replicas),
+        "stock_difference": max_difference(stock_one, stock_two),
+    }
+
+
+def multi_worker():
+    """One worker of a 2-worker MultiWorkerMirroredStrategy cluster (TF_CONFIG from the
+    test): the pretraining runner into argv[2], then which examples this worker reads of a
+    40-element dataset (by element) and of 4 TFRecord files in argv[3] (by file)."""
+    import glob
+
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_bert_suite.recipe_runner import load_recipe
+    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
+
+    recipe = load_recipe("pretrain_cpu_smoke", overrides=[
+        'distribution.strategy="multi_worker"', *SMALL_PRETRAINING])
+    summary = run_pretraining(recipe, sys.argv[2], verbose=0, log=lambda *_: None)
+    distribution = summary["distribution"]
+    strategy = distribution.tf_strategy
+
+    def ids_read(dataset, num_files):
+        dataset = distribution.shard_input(dataset, num_files).batch(8)  # global batch 8
+        ids = []
+        for batch in strategy.experimental_distribute_dataset(dataset):
+            for local in strategy.experimental_local_results(batch):
+                ids += np.asarray(local).tolist()
+        return ids
+
+    files = sorted(glob.glob(f"{sys.argv[3]}/*.tfrecord"))
+    by_file = tf.data.Dataset.from_tensor_slices(files).interleave(
+        tf.data.TFRecordDataset, cycle_length=1).map(
+        lambda record: tf.io.parse_single_example(
+            record, {"id": tf.io.FixedLenFeature([], tf.int64)})["id"])
+    weights = summary["model"].get_weights()
+    return {
+        "worker_index": distribution.worker_index,
+        "is_chief": distribution.is_chief,
+        "num_workers": distribution.num_workers,
+        "step": summary["step"],
+        "weights_checksum": float(sum(np.abs(w).sum() for w in weights)),
+        "ids_by_element": ids_read(tf.data.Dataset.range(40).shuffle(40, seed=7), 0),
+        "ids_by_file": ids_read(by_file, len(files)),
+    }
+
+
+def jax_fit():
+    """DataParallel and ModelParallel `fit` of a small BertPretrainer on 2 host devices;
+    returns each variable's sharding next to what BERT_LAYOUT says it should be."""
+    import keras
+
+    from keras_bert_suite.recipe_runner import load_recipe
+    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
+
+    results = {}
+    for strategy in ("none", "data_parallel", "model_parallel"):
+        recipe = load_recipe("pretrain_cpu_smoke", overrides=[
+            f"distribution.strategy={json.dumps(strategy)}", "distribution.num_devices=2",
+            *SMALL_PRETRAINING])
+        summary = run_pretraining(recipe, f"{sys.argv[2]}/{strategy}", verbose=0,
+                                  log=lambda *_: None)
+        pretrainer = summary["model"]
+        results[strategy] = {"step": summary["step"], "loss": summary["history"][-1]["loss"]}
+        if strategy != "none":
+            results[strategy]["shardings"] = {
+                v.path: [str(axis) for axis in v.value.sharding.spec] for v in pretrainer.weights}
+            results[strategy]["devices"] = len(pretrainer.weights[0].value.sharding.device_set)
+    results["backend"] = keras.backend.backend()
+    return results
+
+
+if __name__ == "__main__":
+    import keras
+
+    keras.config.disable_traceback_filtering()  # a failing run shows the whole trace
+    print("RESULT " + json.dumps(globals()[sys.argv[1]]()))

@@ -1,0 +1,316 @@
+"""Distributed training, run for real on this machine: MirroredStrategy over 2 logical CPUs,
+MultiWorkerMirroredStrategy with 2 worker processes on 127.0.0.1, JAX DataParallel and
+ModelParallel on 2 host devices, a SIGKILLed run that resumes, and the TPU wiring (no TPU here).
+
+Devices must be set up before TensorFlow/JAX start, so the distributed parts run in fresh
+processes (tests/training/distributed_programs.py); these tests launch them once, from the
+TensorFlow pytest process, and set each child's backend themselves.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from keras_bert_suite.training import distribution as distribution_lib
+from keras_bert_suite.training.distribution import (
+    BERT_LAYOUT,
+    DistributionError,
+    create_distribution,
+    expected_layout,
+)
+
+pytestmark = pytest.mark.backend_independent
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _environment(backend, **extra):
+    environment = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
+                   "PYTHONPATH": ROOT, **extra}
+    environment.pop("TF_CONFIG", None)
+    environment.update(extra)
+    return environment
+
+
+def _result(completed_output):
+    lines = [line for line in completed_output.splitlines() if line.startswith("RESULT ")]
+    assert lines, completed_output[-3000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def _program(name, *args, backend="tensorflow", timeout=600, **extra_environment):
+    completed = subprocess.run(
+        [sys.executable, "-m", "tests.training.distributed_programs", name, *args],
+        cwd=ROOT, env=_environment(backend, **extra_environment), capture_output=True,
+        text=True, timeout=timeout)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return _result(completed.stdout)
+
+
+# === Choosing a distribution: errors and the TPU wiring (no devices needed) ===
+
+@pytest.mark.parametrize("strategy, backend, message", [
+    ("mirrored", "torch", "Keras 3.15 has no multi-device training for PyTorch"),
+    ("data_parallel", "tensorflow", "On TensorFlow use mirrored, multi_worker or tpu"),
+    ("tpu", "jax", "On JAX use data_parallel or model_parallel"),
+    ("horovod", "tensorflow", "is not one of"),
+])
+def test_strategy_backend_mismatches_say_what_to_use(strategy, backend, message):
+    with pytest.raises(DistributionError, match=message):
+        create_distribution({"strategy": strategy}, backend=backend)
+
+
+def test_global_and_per_replica_batch_sizes():
+    eight = distribution_lib.Distribution("mirrored", num_replicas=8)
+    assert eight.global_batch_size(256) == 256
+    assert eight.global_batch_size(256, per_replica_batch_size=16) == 128
+    with pytest.raises(DistributionError, match="does not split evenly over 8 replicas"):
+        eight.global_batch_size(100)
+
+
+def test_multi_worker_without_tf_config_explains_it(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(DistributionError, match="TF_CONFIG environment variable, which is not"):
+        create_distribution({"strategy": "multi_worker"}, backend="tensorflow")
+
+
+class _FakeTPU:
+    """Stands in for the TPU runtime calls; records what the wiring passes them."""
+
+    def __init__(self, monkeypatch, fail=False):
+        import tensorflow as tf
+
+        self.calls = []
+        fake = self
+
+        class Resolver:
+            def __init__(self, tpu):
+                if fail:
+                    raise ValueError("Please provide a TPU Name to connect to.")
+                fake.calls.append(("resolver", tpu))
+
+        class Strategy:
+            num_replicas_in_sync = 8
+
+            def __init__(self, resolver):
+                fake.calls.append(("strategy", type(resolver).__name__))
+
+        monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", Resolver)
+        monkeypatch.setattr(tf.config, "experimental_connect_to_cluster",
+                            lambda resolver: fake.calls.append(("connect",)))
+        monkeypatch.setattr(tf.tpu.experimental, "initialize_tpu_system",
+                            lambda resolver: fake.calls.append(("initialize",)))
+        monkeypatch.setattr(tf.distribute, "TPUStrategy", Strategy)
+
+
+def test_tpu_wiring_resolver_flags_and_bf16(monkeypatch):
+    from keras_bert_suite.recipe_runner import load_recipe
+    from keras_bert_suite.recipe_runner.distributed import start_distribution
+
+    fake = _FakeTPU(monkeypatch)
+    recipe = load_recipe("pretrain_bert_base_phase1_tpu", overrides=[
+        'distribution.tpu="grpc://10.0.0.2:8470"', 'training.precision="auto"'])
+    distribution, batch_size, precision = start_distribution(recipe, log=lambda *_: None)
+    assert fake.calls == [("resolver", "grpc://10.0.0.2:8470"), ("connect",), ("initialize",),
+                          ("strategy", "Resolver")]
+    assert (distribution.num_replicas, distribution.steps_per_execution) == (8, 100)
+    assert precision == "mixed_bfloat16"
+    assert batch_size == recipe["training"]["batch_size"]
+
+    fake.calls.clear()  # a TPU VM: local chips, nothing to connect to
+    monkeypatch.setattr(distribution_lib, "local_tpu_devices", lambda: ["/dev/accel0"])
+    create_distribution({"strategy": "tpu", "tpu": "local", "steps_per_execution": 50})
+    assert fake.calls == [("resolver", ""), ("initialize",), ("strategy", "Resolver")]
+
+
+def test_local_tpu_on_a_machine_without_one():
+    assert not distribution_lib.local_tpu_devices()  # this CPU machine
+    with pytest.raises(DistributionError, match="this machine has no TPU chips"):
+        create_distribution({"strategy": "tpu", "tpu": "local"}, backend="tensorflow")
+
+
+def test_an_unreachable_tpu_is_one_clear_error(monkeypatch):
+    _FakeTPU(monkeypatch, fail=True)
+    with pytest.raises(DistributionError, match="Could not reach the TPU 'my-tpu': Please "
+                                                "provide a TPU Name.*distribution.tpu=local"):
+        create_distribution({"strategy": "tpu", "tpu": "my-tpu"})
+
+
+def test_layout_rules_are_disjoint_and_cover_every_sharded_kernel():
+    paths = ["embeddings/token_embedding/embeddings", "embeddings/position_embedding",
+             "transformer_layer_11/attention/qkv/kernel",
+             "transformer_layer_11/attention/output/kernel",
+             "transformer_layer_3/intermediate/kernel", "transformer_layer_3/output/kernel",
+             "transformer_layer_3/output/bias", "pooler/kernel",
+             "masked_lm_head/transform/kernel"]
+    import re
+
+    for path in paths:  # a LayoutMap refuses a path that two rules match
+        assert sum(bool(re.search(p, path)) for p in BERT_LAYOUT) <= 1, path
+    assert [expected_layout(p) for p in paths] == [
+        (None, "model"), (None, "model"), (None, "model"), ("model", None), (None, "model"),
+        ("model", None), None, None, None]
+
+
+# === Real multi-device runs ===
+
+@pytest.mark.slow
+def test_mirrored_two_cpus_step_equals_one_device_and_the_runner_trains(tmp_path):
+    result = _program("mirrored_step", str(tmp_path / "run"))
+    assert result["replicas"] == 2 and result["devices"][1].endswith("CPU:1")
+    assert result["moved"] > 1e-4  # the step changed the weights
+    # Same global batch, one device vs 2 replicas, global-norm clipping active: equal.
+    assert result["ours_difference"] < 1e-6
+    # Keras' own AdamW clips each replica's half-gradient separately: not equal.
+    assert result["stock_difference"] > 1e-5
+    assert (result["pretraining_step"], result["pretraining_replicas"]) == (4, 2)
+    assert os.path.exists(tmp_path / "run" / "pretrainer.keras")
+    # Fine-tuning on the same replicas: 2 updates, then every evaluation example scored.
+    assert (result["finetune_steps"], result["finetune_eval_examples"]) == (2, 40)
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def _write_id_files(directory, count=4, per_file=10):
+    import tensorflow as tf
+
+    os.makedirs(directory)
+    for index in range(count):
+        with tf.io.TFRecordWriter(f"{directory}/ids-{index}.tfrecord") as writer:
+            for value in range(index * per_file, (index + 1) * per_file):
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))}))
+                writer.write(example.SerializeToString())
+
+
+@pytest.mark.slow
+def test_multi_worker_two_processes_train_in_lockstep_and_split_the_data(tmp_path):
+    _write_id_files(str(tmp_path / "ids"))
+    output = str(tmp_path / "run")
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in _free_ports(2)]}
+    workers = [subprocess.Popen(
+        [sys.executable, "-m", "tests.training.distributed_programs", "multi_worker", output,
+         str(tmp_path / "ids")], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=_environment("tensorflow", TF_CONFIG=json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}})))
+        for index in range(2)]
+    results = []
+    try:
+        for worker in workers:
+            stdout, stderr = worker.communicate(timeout=600)
+            assert worker.returncode == 0, stderr[-3000:]
+            results.append(_result(stdout))
+    finally:
+        for worker in workers:
+            worker.kill()
+    chief, other = results
+    assert (chief["is_chief"], other["is_chief"]) == (True, False)
+    assert chief["num_workers"] == other["num_workers"] == 2
+    assert chief["step"] == other["step"] == 4  # both finished the run
+    assert chief["weights_checksum"] == pytest.approx(other["weights_checksum"], rel=1e-6)
+    # Only the chief wrote: history, model, preset; the backup is gone once fit completed.
+    assert sorted(os.listdir(output)) == ["history.json", "logs", "preset", "pretrainer.keras",
+                                          "recipe.json"]
+    for key, total in (("ids_by_element", 40), ("ids_by_file", 40)):
+        mine, theirs = chief[key], other[key]
+        assert not set(mine) & set(theirs), key  # no example read by both workers
+        assert sorted(mine + theirs) == list(range(total)), key  # none skipped or repeated
+
+
+@pytest.mark.slow
+def test_jax_data_and_model_parallel_fit_with_the_layout_map(tmp_path):
+    result = _program("jax_fit", str(tmp_path), backend="jax",
+                      XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    assert result["backend"] == "jax"
+    for strategy in ("none", "data_parallel", "model_parallel"):
+        assert result[strategy]["step"] == 4
+    # The same 4 steps on 1 device, 2 data-parallel replicas and 2 model shards.
+    assert result["data_parallel"]["loss"] == pytest.approx(result["none"]["loss"], abs=1e-4)
+    assert result["model_parallel"]["loss"] == pytest.approx(result["none"]["loss"], abs=1e-4)
+    for strategy in ("data_parallel", "model_parallel"):
+        assert result[strategy]["devices"] == 2
+    assert all(axes == ["None"] * len(axes)
+               for axes in result["data_parallel"]["shardings"].values())  # replicated
+    shardings = result["model_parallel"]["shardings"]
+    sharded = 0
+    for path, axes in shardings.items():
+        expected = expected_layout(path)
+        assert axes == ([str(a) for a in expected] if expected else ["None"] * len(axes)), path
+        sharded += expected is not None
+    assert sharded == 2 + 2 * 6  # embeddings + 6 kernels/biases in each of 2 layers
+
+
+# === Fault tolerance: SIGKILL mid-run, then resume ===
+
+KILL_RUN = [
+    "--set", 'model.encoder_overrides={"num_layers": 1, "hidden_dim": 16, "num_heads": 2, '
+             '"intermediate_dim": 32, "max_sequence_length": 32, "dropout": 0.0}',
+    "--set", "data.max_files=4", "--set", "data.eval_fraction=0",
+    "--set", "data.max_seq_length=32", "--set", "data.max_predictions_per_seq=5",
+    "--set", "data.dupe_factor=1", "--set", "training.batch_size=4",
+    "--set", "training.num_train_steps=60", "--set", "training.checkpoint_every_n_steps=5",
+    "--set", "training.optimizer.num_warmup_steps=0", "--set", "training.log_every_n_steps=5",
+]
+
+
+def _kbs_pretrain(output):
+    return [os.path.join(os.path.dirname(sys.executable), "kbs"), "pretrain", "pretrain_cpu_smoke",
+            "--output", output, *KILL_RUN]
+
+
+def _final_weights(output):
+    import keras
+
+    return keras.saving.load_model(os.path.join(output, "pretrainer.keras")).get_weights()
+
+
+@pytest.mark.slow
+def test_sigkilled_run_resumes_to_the_same_step_and_weights(tmp_path):
+    killed = str(tmp_path / "killed")
+    process = subprocess.Popen(_kbs_pretrain(killed), cwd=ROOT, env=_environment("tensorflow"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    backup = os.path.join(killed, "backup")
+    deadline = time.time() + 300
+    while time.time() < deadline and process.poll() is None:
+        done = [n for n in os.listdir(backup) if n.endswith(".h5")] if os.path.isdir(
+            backup) else []
+        if any(name >= "epoch-000002" for name in done):
+            break
+        time.sleep(0.02)
+    assert process.poll() is None, "the run ended before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    with open(os.path.join(killed, "history.json")) as f:
+        steps_before = [row["step"] for row in json.load(f)["history"]]
+    assert 10 <= steps_before[-1] < 60
+
+    resumed = subprocess.run(_kbs_pretrain(killed), cwd=ROOT, env=_environment("tensorflow"),
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resuming from the backup" in resumed.stdout
+    with open(os.path.join(killed, "history.json")) as f:
+        steps = [row["step"] for row in json.load(f)["history"]]
+    assert steps == list(range(5, 61, 5))  # every interval once: none repeated or skipped
+
+    uninterrupted = str(tmp_path / "uninterrupted")
+    complete = subprocess.run(_kbs_pretrain(uninterrupted), cwd=ROOT,
+                              env=_environment("tensorflow"), capture_output=True, text=True,
+                              timeout=600)
+    assert complete.returncode == 0, complete.stderr[-3000:]
+    # Same data in the same order and the same optimizer state => the same weights.
+    for a, b in zip(_final_weights(killed), _final_weights(uninterrupted), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
