@@ -36,6 +36,7 @@ bench: setup data
 	$(BIN)/python bench/tokenizer_throughput.py
 	$(BIN)/python bench/encoder_inference.py
 	$(BIN)/python bench/pretraining_speed.py
+	$(BIN)/python bench/distribution_scaling.py
 	$(BIN)/python bench/serving_latency.py
 
 clean:
