@@ -54,7 +54,7 @@ def test_overrides_reach_the_recipe():
         "model.encoder_overrides.dropout=0.2", "data.max_files=null"])
     assert recipe["training"]["optimizer"]["learning_rate"] == 0.002
     assert recipe["training"]["optimizer"]["name"] == "lamb"
-    assert recipe["training"]["optimizer"]["num_warmup_steps"] == 60  # from the file
+    assert recipe["training"]["optimizer"]["num_warmup_steps"] == 40  # from the file
     assert recipe["training"]["optimizer"]["beta_2"] == 0.999  # from DEFAULTS
     assert recipe["model"]["encoder_overrides"] == {"max_sequence_length": 128, "dropout": 0.2}
     assert recipe["data"]["max_files"] is None
