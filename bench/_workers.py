@@ -64,7 +64,11 @@ class Worker:
 
     def close(self):
         self.process.stdin.close()
-        self.process.wait(timeout=60)
+        try:
+            self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:  # a worker slow to shut down must not lose results
+            self.process.kill()
+            self.process.wait()
 
 
 def interleave(workers, rounds, repeats):
@@ -82,7 +86,9 @@ def thread_env(threads):
     value = str(threads)
     return {"OMP_NUM_THREADS": value, "MKL_NUM_THREADS": value, "TF_NUM_INTRAOP_THREADS": value,
             "TF_NUM_INTEROP_THREADS": "1", "RAYON_NUM_THREADS": value,
-            "XLA_FLAGS": f"--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={value}",
+            # XLA has no thread-count flag (a bare "intra_op_parallelism_threads=N" here made
+            # XLA stop reading the flags that followed it); OMP/TF settings above bound it.
+            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=true",
             "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
@@ -102,4 +108,6 @@ def results_header(threads, **details):
     """Date and machine facts that every results JSON starts with."""
     return {"date": datetime.date.today().isoformat(),
             "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-            "threads": threads, **details}
+            "threads": threads,
+            # How busy the shared machine was (1/5/15-minute run-queue averages) at the start.
+            "load_average_at_start": os.getloadavg(), **details}

@@ -165,8 +165,6 @@ def run(shape_name, rounds, threads, backends, steps):
             for replicas in (1, 2):
                 worker_env = {**env, "KERAS_BACKEND": backend}
                 if backend == "jax" and replicas == 2:
-                    # First: XLA stops reading XLA_FLAGS at thread_env's bare
-                    # "intra_op_parallelism_threads=N" token (not an XLA flag).
                     worker_env["XLA_FLAGS"] = ("--xla_force_host_platform_device_count=2 "
                                                + worker_env["XLA_FLAGS"])
                 facts_paths.append(os.path.join(scratch, f"{backend}-{replicas}.json"))

@@ -284,6 +284,9 @@ def main():
             print_table(result, args.threads)
     finally:
         pipeline.close()
+    results["load_average_at_end"] = os.getloadavg()
+    print(f"load average (1/5/15 min): start {results['load_average_at_start']}, "
+          f"end {results['load_average_at_end']}")
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
     with open(os.path.join(os.path.dirname(__file__), "results", "pretraining_speed.json"),
               "w") as f:

@@ -8,7 +8,7 @@ from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
 from keras_bert_suite.models.model_base import BertModelBase
-from keras_bert_suite.training.metrics import MaskedLMPerplexity
+from keras_bert_suite.training.metrics import MaskedLMLoss, MaskedLMPerplexity
 from keras_bert_suite.training.optimizers import create_optimizer
 
 logger = logging.getLogger(__name__)
@@ -16,6 +16,23 @@ logger = logging.getLogger(__name__)
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 # Label names in `y` / `sample_weight` -> the output each one is scored against.
 LABEL_OUTPUTS = {"mlm_labels": "mlm_logits", "nsp_labels": "nsp_logits"}
+
+
+def _link_perplexity(loss, weighted_metrics):
+    """Lets the MLM perplexity reuse the loss's cross-entropy instead of a second softmax.
+
+    Done on every compile, so a model reloaded from `.keras` (compiled from its saved
+    loss and metric objects) is linked again.
+    """
+    mlm_loss = loss.get("mlm_logits") if isinstance(loss, dict) else None
+    metrics = (weighted_metrics.get("mlm_logits")
+               if isinstance(weighted_metrics, dict) else None)
+    if not isinstance(mlm_loss, MaskedLMLoss) or not isinstance(metrics, (list, tuple)):
+        return
+    for metric in metrics:
+        if isinstance(metric, MaskedLMPerplexity):
+            mlm_loss.link_perplexity(metric)
+            return  # one loss feeds one metric; any other computes its own
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -101,11 +118,8 @@ class BertPretrainer(BertModelBase, keras.Model):
         if optimizer == "auto":
             optimizer = create_optimizer("adamw")
         if loss == "auto":
-            loss = {"mlm_logits": keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True,
-                # Divide by the sum of the weights, not by B·P: BERT's
-                # sum(w · CE) / sum(w), so padded prediction slots do not dilute the loss.
-                reduction="mean_with_sample_weight", name="mlm_loss")}
+            # BERT's sum(w · CE) / sum(w): padded prediction slots do not dilute the loss.
+            loss = {"mlm_logits": MaskedLMLoss(name="mlm_loss")}
             if self.next_sentence_prediction:
                 loss["nsp_logits"] = keras.losses.SparseCategoricalCrossentropy(
                     from_logits=True, name="nsp_loss")
@@ -120,6 +134,7 @@ class BertPretrainer(BertModelBase, keras.Model):
             if self.next_sentence_prediction:
                 weighted_metrics["nsp_logits"] = [
                     keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        _link_perplexity(loss, weighted_metrics)
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         **kwargs)
 

@@ -1,4 +1,10 @@
-"""Pretraining metrics Keras does not ship."""
+"""The masked-LM loss and the perplexity metric it feeds (Keras ships neither).
+
+The cross-entropy over the full vocabulary ([B·P, V] logits, V ~30k) is, after the decoder
+matmul, the most expensive op of a BERT pretraining step. `MaskedLMLoss` computes it once
+per step and hands the per-prediction values to a linked `MaskedLMPerplexity`, so the
+metric costs O(B·P) instead of a second full-vocabulary softmax.
+"""
 
 import keras
 from keras import ops
@@ -12,18 +18,76 @@ class MaskedLMPerplexity(keras.metrics.Mean):
     padded prediction slots: the mean is weighted, so padded slots count for nothing.
     The exponential is taken of the running mean (not averaged per batch), which is what
     perplexity over a whole evaluation set means.
+
+    Standalone it computes the cross-entropy from the logits itself. Linked to a
+    `MaskedLMLoss` (`loss.link_perplexity(metric)`, which `BertPretrainer.compile` does) it
+    takes the loss's per-prediction values instead and ignores `update_state`.
+
+    Example:
+    >>> model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    ...               weighted_metrics=[MaskedLMPerplexity()])
     """
 
     def __init__(self, name="mlm_perplexity", dtype=None):
         super().__init__(name=name, dtype=dtype)
+        self.fed_by_loss = False  # set by MaskedLMLoss.link_perplexity; not serialized
 
     def update_state(self, y_true, y_pred, sample_weight=None):
+        if self.fed_by_loss:
+            return  # this batch was counted when the loss was computed
         cross_entropy = keras.losses.sparse_categorical_crossentropy(
             y_true, ops.cast(y_pred, "float32"), from_logits=True)  # [B, P]
-        super().update_state(cross_entropy, sample_weight=sample_weight)
+        self.update_from_cross_entropy(cross_entropy, sample_weight)
+
+    def update_from_cross_entropy(self, cross_entropy, sample_weight=None):
+        """Adds per-prediction cross-entropies [B, P] (weights [B, P], 0 = padded slot)."""
+        super().update_state(ops.stop_gradient(cross_entropy), sample_weight=sample_weight)
 
     def result(self):
         return ops.exp(super().result())
 
     def get_config(self):
         return {"name": self.name, "dtype": self.dtype}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class MaskedLMLoss(keras.losses.Loss):
+    """BERT's masked-LM loss: sum(w · CE) / sum(w) over the predicted slots.
+
+    `y_true` [B, P] token ids, `y_pred` [B, P, V] logits, `sample_weight` [B, P] (0 on
+    padded prediction slots, which then count for nothing). Numerically the same as
+    `keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+    reduction="mean_with_sample_weight")`; in addition, a linked `MaskedLMPerplexity`
+    receives the per-prediction cross-entropies this loss computed anyway.
+
+    Example:
+    >>> loss, perplexity = MaskedLMLoss(), MaskedLMPerplexity()
+    >>> loss.link_perplexity(perplexity)
+    >>> model.compile(loss={"mlm_logits": loss}, weighted_metrics={"mlm_logits": [perplexity]})
+    """
+
+    def __init__(self, name="mlm_loss", reduction="mean_with_sample_weight", dtype=None):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.perplexity = None
+        self._sample_weight = None  # only set while __call__ runs (same trace as call)
+
+    def link_perplexity(self, perplexity):
+        """From now on `perplexity` is updated by this loss, not by its own update_state."""
+        self.perplexity = perplexity
+        perplexity.fed_by_loss = True
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        # Keras' Loss.__call__ keeps the reduction and tf.distribute loss scaling; call()
+        # sees the weights through this attribute to feed the perplexity.
+        self._sample_weight = sample_weight
+        try:
+            return super().__call__(y_true, y_pred, sample_weight=sample_weight)
+        finally:
+            self._sample_weight = None
+
+    def call(self, y_true, y_pred):
+        cross_entropy = keras.losses.sparse_categorical_crossentropy(
+            y_true, y_pred, from_logits=True)  # [B, P]
+        if self.perplexity is not None:
+            self.perplexity.update_from_cross_entropy(cross_entropy, self._sample_weight)
+        return cross_entropy
