@@ -111,3 +111,11 @@ def results_header(threads, **details):
             "threads": threads,
             # How busy the shared machine was (1/5/15-minute run-queue averages) at the start.
             "load_average_at_start": os.getloadavg(), **details}
+
+
+def write_results(name, results):
+    """Writes bench/results/<name>.json (gitignored: the README's tables are the record)."""
+    directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"{name}.json"), "w") as f:
+        json.dump(results, f, indent=1)

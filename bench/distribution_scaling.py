@@ -246,10 +246,7 @@ def main():
         print_table(result, args.threads)
     print()
     print(MULTI_GPU_NOTE)
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "distribution_scaling.json"),
-              "w") as f:
-        json.dump(results, f, indent=1)
+    _workers.write_results("distribution_scaling", results)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ Each Keras library is timed as a user calls it: `model.predict_on_batch(inputs)`
 the default compile settings and with `jit_compile=True` (XLA on TensorFlow and JAX).
 """
 
-import json
 import os
 import sys
 
@@ -147,9 +146,7 @@ def main():
             hub = row["vs_keras_hub_same_backend"]
             print(f"{row['contestant']:28s} {row['seq_per_s']:7.1f} {row['vs_transformers']:15.2f} "
                   f"{(f'{hub:.2f}' if hub else ''):>12s} {row['fraction_of_matmul_roofline']:12.0%}")
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "encoder_inference.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    _workers.write_results("encoder_inference", results)
 
 
 if __name__ == "__main__":

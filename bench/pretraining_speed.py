@@ -42,7 +42,6 @@ compared with the fastest model's examples/s (the pipeline must be faster).
 Results go to stdout and bench/results/pretraining_speed.json.
 """
 
-import json
 import os
 import sys
 
@@ -287,10 +286,7 @@ def main():
     results["load_average_at_end"] = os.getloadavg()
     print(f"load average (1/5/15 min): start {results['load_average_at_start']}, "
           f"end {results['load_average_at_end']}")
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "pretraining_speed.json"),
-              "w") as f:
-        json.dump(results, f, indent=1)
+    _workers.write_results("pretraining_speed", results)
 
 
 if __name__ == "__main__":

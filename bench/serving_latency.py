@@ -268,10 +268,7 @@ def main():
               f"{row['p99_vs_pipeline']:11.2f} {row['throughput_vs_pipeline']:11.2f}")
     print("(x pipe: latency ratios < 1 and throughput ratios > 1 mean faster than the "
           "transformers pipeline)")
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "serving_latency.json"),
-              "w") as f:
-        json.dump(results, f, indent=1)
+    _workers.write_results("serving_latency", results)
 
 
 def argparse_hidden():
