@@ -24,6 +24,9 @@ import numpy as np
 from keras_bert_suite import recipe_runner
 
 DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+# Figure names in docs/ per recipe: from scratch, and continued from the MiniLM checkpoint.
+CURVE_NAMES = {"pretrain_cpu_smoke": "pretraining_curve",
+               "pretrain_cpu_continued_minilm": "pretraining_curve_minilm"}
 
 
 def nsp_majority_rate(labels):
@@ -71,8 +74,8 @@ def nsp_auc_callback(evaluation):
     return NspAuc(), labels
 
 
-def plot(result):
-    """Draws docs/pretraining_curve.png from a result dict (docs/pretraining_curve.json)."""
+def plot(result, path):
+    """Draws the figure at `path` (a .png) from a result dict (docs/<name>.json)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,7 +99,12 @@ def plot(result):
                     f"{result['train_seconds'] / 60:.1f} min on CPU, "
                     f"{result['eval_pairs']} held-out pairs)")
     figure.tight_layout()
-    figure.savefig(os.path.join(DOCS, "pretraining_curve.png"), dpi=110)
+    figure.savefig(path, dpi=110)
+
+
+def default_name(recipe):
+    """docs/<name>.{png,json}: the smoke recipe keeps the original name."""
+    return CURVE_NAMES.get(recipe, f"pretraining_curve_{recipe}")
 
 
 def main(argv=None):
@@ -104,13 +112,19 @@ def main(argv=None):
     parser.add_argument("--recipe", default="pretrain_cpu_smoke")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--output", default="runs/pretraining_curve")
+    parser.add_argument("--name", default=None,
+                        help="write docs/NAME.{png,json} (default: pretraining_curve for "
+                             "pretrain_cpu_smoke, pretraining_curve_minilm for "
+                             "pretrain_cpu_continued_minilm)")
+    parser.add_argument("--docs", default=DOCS, help="folder for the figure and JSON")
     parser.add_argument("--plot-only", action="store_true",
-                        help="redraw the image from docs/pretraining_curve.json, no training")
+                        help="redraw the image from docs/NAME.json, no training")
     args = parser.parse_args(argv)
+    stem = os.path.join(args.docs, args.name or default_name(args.recipe))
     if args.plot_only:
-        with open(os.path.join(DOCS, "pretraining_curve.json")) as f:
+        with open(stem + ".json") as f:
             result = json.load(f)
-        plot(result)
+        plot(result, stem + ".png")
         return result
 
     import keras
@@ -143,11 +157,11 @@ def main(argv=None):
         "train_nsp_accuracy": [r.get("nsp_logits_accuracy") for r in rows],
         "train_nsp_loss": [r.get("nsp_logits_loss") for r in rows],
     }
-    os.makedirs(DOCS, exist_ok=True)
-    with open(os.path.join(DOCS, "pretraining_curve.json"), "w") as f:
+    os.makedirs(args.docs, exist_ok=True)
+    with open(stem + ".json", "w") as f:
         json.dump(result, f, indent=1)
 
-    plot(result)
+    plot(result, stem + ".png")
     print(json.dumps({k: result[k] for k in ("steps", "eval_mlm_accuracy", "eval_nsp_accuracy",
                                              "eval_nsp_auc", "nsp_majority_rate",
                                              "train_seconds")}))
