@@ -134,23 +134,23 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     chief = distribution.is_chief
     started = time.perf_counter()
     with distribution.run_scope():
-        model.fit(distribution.shard_input(task_data.train).repeat(), epochs=epochs, steps_per_epoch=steps_per_epoch,
-                  shuffle=False, verbose=verbose, callbacks=[*training_callbacks(
-                      output_dir, backup=False, chief=chief), *callbacks])
+        model.fit(distribution.shard_input(task_data.train).repeat(), epochs=epochs,
+                  steps_per_epoch=steps_per_epoch, shuffle=False, verbose=verbose,
+                  callbacks=[*training_callbacks(output_dir, backup=False, chief=chief),
+                             *callbacks])
     train_seconds = time.perf_counter() - started
     model_path = os.path.join(output_dir, "model.keras")
+    if not chief:  # the chief saves and evaluates
+        return {"metrics": None, "model_path": model_path, "model": model}
+    model.save(model_path)
     if distribution.num_workers > 1:
         # Each worker's predict() would see only its share of the evaluation data: the chief
         # evaluates a plain (undistributed) copy of the trained model instead.
-        if not chief:
-            return {"metrics": None, "model_path": model_path, "model": model}
-        model.save(model_path)
         model = keras.saving.load_model(model_path)
     metrics = task.evaluate(model, task_data, recipe, output_dir)
     metrics["train_seconds"] = round(train_seconds, 1)
     metrics["train_examples"] = task_data.num_train_examples
     write_json(os.path.join(output_dir, "metrics.json"), metrics)
-    model.save(model_path)
     log("Metrics: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                 for k, v in metrics.items() if not isinstance(v, dict)))
     return {"metrics": metrics, "model_path": model_path, "model": model}

@@ -355,9 +355,12 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
         pretrainer.save_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer,
                                lowercase=tokenizer.lowercase)
     step = int(keras.ops.convert_to_numpy(pretrainer.optimizer.iterations)) // (accumulation or 1)
-    log(f"Done at step {step}: {output_dir}/history.json, {model_path}, "
-        f"{output_dir}/preset/" if chief else f"Done at step {step} (worker "
-        f"{distribution.worker_index}; the chief writes {output_dir}).")
+    if chief:
+        log(f"Done at step {step}: {output_dir}/history.json, {model_path}, "
+            f"{output_dir}/preset/")
+    else:
+        log(f"Done at step {step} (worker {distribution.worker_index}; the chief writes "
+            f"{output_dir}).")
     return {"step": step, "history": rows, "model_path": model_path,
             "preset_dir": os.path.join(output_dir, "preset"), "model": pretrainer,
             "distribution": distribution}

@@ -101,14 +101,15 @@ def restore_backup(model, directory):
         return 0
     if model.optimizer is not None and not model.optimizer.built:
         model.optimizer.build(model.trainable_variables)  # slots must exist to be loaded
-    for number, (epoch, path) in enumerate(backups):
+    for epoch, path in backups[:-1]:
         try:
             model.load_weights(path)
             return epoch
         except OSError:
-            if number == len(backups) - 1:
-                raise
-    return 0
+            continue  # try the one before
+    epoch, path = backups[-1]
+    model.load_weights(path)  # the oldest: its error, if any, is the one to report
+    return epoch
 
 
 def training_callbacks(directory, log_every_n_steps=100, tensorboard=True, chief=True,

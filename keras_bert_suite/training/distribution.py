@@ -60,7 +60,8 @@ DISTRIBUTION_DEFAULTS = {
     "tpu": None,  # tpu: "local" on a TPU VM, a TPU name, or "grpc://host:8470"
     "num_devices": None,  # mirrored / data_parallel / model_parallel: default all devices
     "model_parallel_size": None,  # model_parallel: devices per model copy (default all)
-    "device": None,  # one_device, e.g. "/gpu:0" (TF) or "gpu:0" (JAX/torch)
+    # one_device: "/gpu:1" (TF), "gpu:1" (JAX), "cuda:1" or "cpu" (torch); default first GPU
+    "device": None,
     # Train steps run per host call (fewer round trips; TPUs want ~100). 1 elsewhere.
     "steps_per_execution": None,
 }
@@ -68,8 +69,8 @@ DISTRIBUTION_DEFAULTS = {
 
 # tf.distribute strategies made in this process, by their devices: a second strategy over
 # the same devices would reuse the first one's collective instance keys, and its all-reduces
-# would meet the first one's ("Shape mismatch in the collective instance ..."); MultiWorker-
-# MirroredStrategy and the TPU system may only be set up once per process anyway.
+# would meet the first one's ("Shape mismatch in the collective instance ..."), and
+# MultiWorkerMirroredStrategy may only be set up once per process anyway.
 _TF_STRATEGIES = {}
 
 
@@ -111,14 +112,10 @@ class Distribution:
         self.device = device
 
     def scope(self):
-        """Build, compile and fit inside this context."""
+        """Build and compile inside this context (variables are created under it)."""
         if self.tf_strategy is not None:
             return self.tf_strategy.scope()
-        if self.keras_distribution is not None:
-            return self.keras_distribution.scope()
-        if self.device is not None:
-            return keras.device(self.device)
-        return contextlib.nullcontext()
+        return self.run_scope()
 
     def run_scope(self):
         """Call fit/evaluate/predict inside this context. keras.distribution (JAX) must be
@@ -213,13 +210,16 @@ def _wrong_backend_message(name, backend):
 
 
 def _one_device(config, backend, steps):
+    """`distribution.device`, or by default the first GPU (the CPU on a machine without
+    one); on JAX/PyTorch no device means Keras' own choice, which is the same."""
     device = config["device"]
     if backend == "tensorflow":
         import tensorflow as tf
 
-        strategy = tf.distribute.OneDeviceStrategy(device or "/cpu:0")
+        device = device or ("/gpu:0" if tf.config.list_physical_devices("GPU") else "/cpu:0")
+        strategy = tf.distribute.OneDeviceStrategy(device)
         return Distribution("one_device", steps_per_execution=steps, tf_strategy=strategy)
-    return Distribution("one_device", steps_per_execution=steps, device=device or "cpu:0")
+    return Distribution("one_device", steps_per_execution=steps, device=device)
 
 
 def _tpu(config):

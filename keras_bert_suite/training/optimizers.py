@@ -39,6 +39,8 @@ def _summed_over_replicas(gradients):
     active. Summing first (and skipping Keras' later sum, `_all_reduce_sum_gradients`) gives
     the one-device result: the norm of the whole batch's gradient, one factor for all.
     """
+    if keras.backend.backend() != "tensorflow":
+        return gradients  # JAX shards one jitted step; nothing is summed after clipping
     import tensorflow as tf  # only reached on the TensorFlow backend
 
     context = tf.distribute.get_replica_context()
@@ -54,9 +56,7 @@ class _BertGradients:
     before clipping, on every backend."""
 
     def apply(self, grads, trainable_variables=None):
-        grads = _dense_gradients(grads)
-        if keras.backend.backend() == "tensorflow":
-            grads = _summed_over_replicas(grads)
+        grads = _summed_over_replicas(_dense_gradients(grads))
         return super().apply(grads, trainable_variables)
 
     def _all_reduce_sum_gradients(self, grads_and_vars):

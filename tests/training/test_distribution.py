@@ -32,10 +32,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _environment(backend, **extra):
     environment = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
-                   "PYTHONPATH": ROOT, **extra}
-    environment.pop("TF_CONFIG", None)
-    environment.update(extra)
-    return environment
+                   "PYTHONPATH": ROOT}
+    environment.pop("TF_CONFIG", None)  # only the multi-worker test sets one, in `extra`
+    return {**environment, **extra}
 
 
 def _result(completed_output):
