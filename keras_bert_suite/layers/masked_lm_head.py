@@ -19,7 +19,8 @@ class MaskedLMHead(keras.layers.Layer):
         layer_norm_epsilon: epsilon of the transform's LayerNorm.
         initializer_range: stddev of the truncated-normal kernel initializer.
 
-    Inputs: `sequence_output` [B, T, H] and `mask_positions` [B, P] integer indices into T.
+    Inputs: `sequence_output` [B, T, H] and `mask_positions` [B, P] integer indices into T;
+    or, with `mask_positions=None`, the hidden states already gathered, [B, P, H].
     Output: logits [B, P, V].
 
     Inside a `BertPretrainer` the tie survives `.keras` saving because the pretrainer rebuilds
@@ -53,16 +54,20 @@ class MaskedLMHead(keras.layers.Layer):
             name="output_bias", shape=(self.vocabulary_size,), initializer="zeros")
         self.built = True
 
-    def call(self, sequence_output, mask_positions):
-        positions = ops.cast(mask_positions, "int32")[:, :, None]  # [B, P, 1]
-        x = ops.take_along_axis(sequence_output, positions, axis=1)  # [B, P, H]
+    def call(self, sequence_output, mask_positions=None):
+        x = sequence_output
+        if mask_positions is not None:
+            positions = ops.cast(mask_positions, "int32")[:, :, None]  # [B, P, 1]
+            x = ops.take_along_axis(sequence_output, positions, axis=1)  # [B, P, H]
         x = ops.gelu(self.transform(x), approximate=False)  # exact erf GELU, as BERT trained
         x = self.layer_norm(x)
         embeddings = ops.cast(self.token_embedding.embeddings, self.compute_dtype)  # [V, H]
         logits = ops.matmul(x, ops.transpose(embeddings))  # [B, P, V]
         return logits + ops.cast(self.output_bias, self.compute_dtype)
 
-    def compute_output_shape(self, sequence_output_shape, mask_positions_shape):
+    def compute_output_shape(self, sequence_output_shape, mask_positions_shape=None):
+        if mask_positions_shape is None:
+            return tuple(sequence_output_shape[:-1]) + (self.vocabulary_size,)
         return tuple(mask_positions_shape) + (self.vocabulary_size,)
 
     def get_config(self):

@@ -47,7 +47,7 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="output_layer_norm")
 
-    def build(self, x_shape, attention_mask_shape=None):
+    def build(self, x_shape, attention_mask_shape=None, positions_shape=None):
         x_shape = tuple(x_shape)
         self.attention.build(x_shape)
         self.attention_layer_norm.build(x_shape)
@@ -56,14 +56,26 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(x_shape)
         self.built = True
 
-    def call(self, x, attention_mask=None, training=None):
-        attended = self.attention(x, attention_mask, training=training)
+    def call(self, x, attention_mask=None, training=None, positions=None):
+        """`positions` [B, Q]: compute the output at these rows of `x` only ([B, Q, H]).
+
+        Every row's output depends on all of `x` through attention's keys and values only,
+        so the rows at `positions` are exactly those of the full output; the query
+        projection, attention output, FFN and LayerNorms then run on Q rows instead of T.
+        """
+        queries = None
+        if positions is not None:
+            queries = ops.take_along_axis(x, ops.cast(positions, "int32")[:, :, None], axis=1)
+        attended = self.attention(x, attention_mask, training=training, queries=queries)
+        x = x if queries is None else queries
         x = self.attention_layer_norm(x + self.attention_dropout(attended, training=training))
         hidden = ops.gelu(self.intermediate_dense(x), approximate=False)  # [B, T, I]
         hidden = self.output_dense(hidden)
         return self.output_layer_norm(x + self.output_dropout(hidden, training=training))
 
-    def compute_output_shape(self, x_shape, attention_mask_shape=None):
+    def compute_output_shape(self, x_shape, attention_mask_shape=None, positions_shape=None):
+        if positions_shape is not None:
+            return tuple(positions_shape) + (x_shape[-1],)
         return tuple(x_shape)
 
     def get_config(self):

@@ -95,9 +95,11 @@ class BertPretrainer(BertModelBase, keras.Model):
         # === Functional graph ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in ENCODER_INPUTS + ("mask_positions",)}
-        encoded = encoder({name: inputs[name] for name in ENCODER_INPUTS})
-        outputs = {"mlm_logits": masked_lm_head(
-            encoded["sequence_output"], inputs["mask_positions"])}  # [B, P, V]
+        # The last layer runs at [CLS] and the masked positions only (encode_at): the
+        # heads read nothing else, and those rows are exactly the full encoder's.
+        encoded = encoder.encode_at({name: inputs[name] for name in ENCODER_INPUTS},
+                                    inputs["mask_positions"])
+        outputs = {"mlm_logits": masked_lm_head(encoded["gathered_output"])}  # [B, P, V]
         if next_sentence_head is not None:
             outputs["nsp_logits"] = next_sentence_head(encoded["pooled_output"])  # [B, 2]
         super().__init__(inputs=inputs, outputs=outputs, dtype=policy, **kwargs)

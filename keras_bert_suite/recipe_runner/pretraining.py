@@ -69,6 +69,9 @@ DEFAULTS = {
         "checkpoint_every_n_steps": 100,  # also how often history.json gets a row (and eval)
         "log_every_n_steps": 10,  # TensorBoard
         "eval_batches": 20,
+        # Weight of the NSP loss in the total (MLM's is 1): above 1 gives the shared encoder
+        # more of NSP's gradient, which MLM's otherwise dominates early on.
+        "nsp_loss_weight": 1.0,
         # "auto" (mixed_bfloat16 on TPU, float32 elsewhere), "float32", "mixed_bfloat16"
         # (TPU, recent GPUs) or "mixed_float16" (older GPUs; loss-scaled)
         "precision": "auto",
@@ -315,7 +318,10 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
             name = optimizer_config.pop("name")
             optimizer = create_optimizer(name, num_train_steps=training["num_train_steps"],
                                          **optimizer_config)
-            pretrainer.compile(optimizer=loss_scaled(optimizer),
+            loss_weights = None
+            if model_config["next_sentence_prediction"]:
+                loss_weights = {"mlm_logits": 1.0, "nsp_logits": training["nsp_loss_weight"]}
+            pretrainer.compile(optimizer=loss_scaled(optimizer), loss_weights=loss_weights,
                                run_eagerly=training["run_eagerly"],
                                jit_compile=training["jit_compile"],
                                steps_per_execution=distribution.steps_per_execution)

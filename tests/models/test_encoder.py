@@ -69,6 +69,32 @@ def test_explicit_attention_path_matches_fused_kernel():
     np.testing.assert_allclose(to_numpy(explicit), to_numpy(fused), atol=1e-6)
 
 
+def test_encode_at_equals_the_full_output_at_those_positions():
+    """The pretrainer's last layer runs on [CLS] + the masked rows only: same numbers."""
+    encoder = BertEncoder(**TINY)
+    inputs = _inputs()
+    positions = np.array([[1, 5, 0], [3, 2, 2], [1, 0, 0]], "int32")  # repeats = padding slots
+    full = encoder(inputs)
+    expected = np.take_along_axis(to_numpy(full["sequence_output"]), positions[..., None], 1)
+    at = encoder.encode_at(inputs, positions)
+    assert tuple(at["gathered_output"].shape) == (3, 3, 8)
+    np.testing.assert_allclose(to_numpy(at["gathered_output"]), expected, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(at["pooled_output"]), to_numpy(full["pooled_output"]),
+                               atol=1e-5)
+
+
+def test_explicit_attention_path_with_fewer_queries():
+    layer = BertSelfAttention(num_heads=2, hidden_dim=8, dropout=0.1)
+    rng = np.random.default_rng(2)
+    query = rng.normal(size=(2, 3, 2, 4)).astype("float32")
+    key, value = (rng.normal(size=(2, 5, 2, 4)).astype("float32") for _ in range(2))
+    mask = np.ones((2, 1, 1, 5), bool)
+    mask[0, ..., 4:] = False
+    fused = keras.ops.dot_product_attention(query, key, value, mask=mask)
+    explicit = layer._attend_with_dropout(query, key, value, mask, training=False)
+    np.testing.assert_allclose(to_numpy(explicit), to_numpy(fused), atol=1e-6)
+
+
 def test_keras_round_trip(tmp_path):
     encoder = BertEncoder(**TINY, return_hidden_states=True)
     inputs = _inputs()
