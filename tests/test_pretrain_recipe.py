@@ -197,3 +197,13 @@ def test_kbs_pretrain_runs_resumes_and_saves_a_loadable_model(tmp_path, capsys, 
     from_preset = BertPretrainer.from_preset(os.path.join(output, "preset"))
     for a, b in zip(loaded.encoder.get_weights(), from_preset.encoder.get_weights()):
         assert (a == b).all()
+
+
+def test_nsp_loss_weight_scales_the_nsp_term_of_the_loss(tmp_path, sotu_files):
+    recipe = load_recipe("pretrain_cpu_smoke", overrides=TINY + [
+        "training.num_train_steps=2", "training.nsp_loss_weight=3.0"])
+    summary = recipe_runner.run_pretraining(recipe, str(tmp_path / "run"), verbose=0,
+                                            log=lambda *_: None)
+    final = summary["history"][-1]
+    assert final["val_loss"] == pytest.approx(
+        final["val_mlm_logits_loss"] + 3.0 * final["val_nsp_logits_loss"], rel=1e-5)
