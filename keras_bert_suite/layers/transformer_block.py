@@ -69,7 +69,7 @@ class TransformerBlock(keras.layers.Layer):
         attended = self.attention(x, attention_mask, training=training, queries=queries)
         x = x if queries is None else queries
         x = self.attention_layer_norm(x + self.attention_dropout(attended, training=training))
-        hidden = ops.gelu(self.intermediate_dense(x), approximate=False)  # [B, T, I]
+        hidden = ops.gelu(self.intermediate_dense(x), approximate=False)  # [B, T or Q, I]
         hidden = self.output_dense(hidden)
         return self.output_layer_norm(x + self.output_dropout(hidden, training=training))
 

@@ -105,10 +105,14 @@ class BertEncoder(keras.Model):
         positions = ops.cast(positions, "int32")
         x = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
         attention_mask = ops.cast(inputs["padding_mask"], "bool")[:, None, None, :]
-        for block in self.transformer_layers[:-1]:
-            x = block(x, attention_mask)
         with_cls = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
-        rows = self.transformer_layers[-1](x, attention_mask, positions=with_cls)  # [B, 1+Q, H]
+        if not self.transformer_layers:  # nothing to skip: the rows are the embeddings'
+            rows = ops.take_along_axis(x, with_cls[:, :, None], axis=1)
+        else:
+            for block in self.transformer_layers[:-1]:
+                x = block(x, attention_mask)
+            rows = self.transformer_layers[-1](x, attention_mask, positions=with_cls)
+        # rows: [B, 1 + Q, H], [CLS] first
         return {"gathered_output": rows[:, 1:], "pooled_output": self.pooler(rows[:, 0, :])}
 
     @property

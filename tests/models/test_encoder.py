@@ -69,9 +69,10 @@ def test_explicit_attention_path_matches_fused_kernel():
     np.testing.assert_allclose(to_numpy(explicit), to_numpy(fused), atol=1e-6)
 
 
-def test_encode_at_equals_the_full_output_at_those_positions():
+@pytest.mark.parametrize("num_layers", [2, 0])
+def test_encode_at_equals_the_full_output_at_those_positions(num_layers):
     """The pretrainer's last layer runs on [CLS] + the masked rows only: same numbers."""
-    encoder = BertEncoder(**TINY)
+    encoder = BertEncoder(**{**TINY, "num_layers": num_layers})
     inputs = _inputs()
     positions = np.array([[1, 5, 0], [3, 2, 2], [1, 0, 0]], "int32")  # repeats = padding slots
     full = encoder(inputs)
