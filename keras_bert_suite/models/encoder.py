@@ -7,6 +7,11 @@ from keras_bert_suite.layers import BertEmbeddings, TransformerBlock
 from keras_bert_suite.models import weight_names
 
 
+def _attention_mask(padding_mask):
+    """[B, T] 1/0 padding mask -> [B, 1, 1, T] booleans (True = attend), as attention takes it."""
+    return ops.cast(padding_mask, "bool")[:, None, None, :]
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertEncoder(keras.Model):
     """The BERT encoder as a functional Keras model.
@@ -59,7 +64,7 @@ class BertEncoder(keras.Model):
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
         segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
         padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
-        attention_mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # [B, 1, 1, T]
+        attention_mask = _attention_mask(padding_mask)
 
         x = embeddings(token_ids, segment_ids)
         hidden_states = [x]
@@ -104,7 +109,7 @@ class BertEncoder(keras.Model):
         """
         positions = ops.cast(positions, "int32")
         x = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
-        attention_mask = ops.cast(inputs["padding_mask"], "bool")[:, None, None, :]
+        attention_mask = _attention_mask(inputs["padding_mask"])
         with_cls = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
         if not self.transformer_layers:  # nothing to skip: the rows are the embeddings'
             rows = ops.take_along_axis(x, with_cls[:, :, None], axis=1)
