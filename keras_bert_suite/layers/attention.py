@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_suite.layers.dropout import BertDropout
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertSelfAttention(keras.layers.Layer):
@@ -34,7 +36,7 @@ class BertSelfAttention(keras.layers.Layer):
             3 * hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="qkv")
         self.output_dense = keras.layers.Dense(
             hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="output")
-        self.probs_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.probs_dropout = BertDropout(dropout, dtype=self.dtype_policy)
 
     def build(self, x_shape, attention_mask_shape=None, queries_shape=None):
         self.qkv.build(x_shape)

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_suite.layers.dropout import BertDropout
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertEmbeddings(keras.layers.Layer):
@@ -41,7 +43,7 @@ class BertEmbeddings(keras.layers.Layer):
             dtype=self.dtype_policy, name="segment_embedding")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = BertDropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)

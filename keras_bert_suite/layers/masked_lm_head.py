@@ -3,6 +3,9 @@
 import keras
 from keras import ops
 
+from keras_bert_suite.layers.gather_rows import gather_rows
+from keras_bert_suite.layers.gelu import exact_gelu
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class MaskedLMHead(keras.layers.Layer):
@@ -57,9 +60,8 @@ class MaskedLMHead(keras.layers.Layer):
     def call(self, sequence_output, mask_positions=None):
         x = sequence_output
         if mask_positions is not None:
-            positions = ops.cast(mask_positions, "int32")[:, :, None]  # [B, P, 1]
-            x = ops.take_along_axis(sequence_output, positions, axis=1)  # [B, P, H]
-        x = ops.gelu(self.transform(x), approximate=False)  # exact erf GELU, as BERT trained
+            x = gather_rows(sequence_output, mask_positions)  # [B, P, H]
+        x = exact_gelu(self.transform(x))  # exact erf GELU, as BERT trained
         x = self.layer_norm(x)
         embeddings = ops.cast(self.token_embedding.embeddings, self.compute_dtype)  # [V, H]
         logits = ops.matmul(x, ops.transpose(embeddings))  # [B, P, V]

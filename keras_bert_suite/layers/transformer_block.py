@@ -4,6 +4,9 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.attention import BertSelfAttention
+from keras_bert_suite.layers.dropout import BertDropout
+from keras_bert_suite.layers.gather_rows import gather_rows
+from keras_bert_suite.layers.gelu import exact_gelu
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -36,14 +39,14 @@ class TransformerBlock(keras.layers.Layer):
         self.attention = BertSelfAttention(
             num_heads, hidden_dim, dropout=dropout, initializer_range=initializer_range,
             dtype=policy, name="attention")
-        self.attention_dropout = keras.layers.Dropout(dropout, dtype=policy)
+        self.attention_dropout = BertDropout(dropout, dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
         self.intermediate_dense = keras.layers.Dense(
             intermediate_dim, kernel_initializer=initializer, dtype=policy, name="intermediate")
         self.output_dense = keras.layers.Dense(
             hidden_dim, kernel_initializer=initializer, dtype=policy, name="output")
-        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy)
+        self.output_dropout = BertDropout(dropout, dtype=policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="output_layer_norm")
 
@@ -65,11 +68,11 @@ class TransformerBlock(keras.layers.Layer):
         """
         queries = None
         if positions is not None:
-            queries = ops.take_along_axis(x, ops.cast(positions, "int32")[:, :, None], axis=1)
+            queries = gather_rows(x, positions)
         attended = self.attention(x, attention_mask, training=training, queries=queries)
         x = x if queries is None else queries
         x = self.attention_layer_norm(x + self.attention_dropout(attended, training=training))
-        hidden = ops.gelu(self.intermediate_dense(x), approximate=False)  # [B, T or Q, I]
+        hidden = exact_gelu(self.intermediate_dense(x))  # [B, T or Q, I]
         hidden = self.output_dense(hidden)
         return self.output_layer_norm(x + self.output_dropout(hidden, training=training))
 

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers import BertEmbeddings, TransformerBlock
+from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.models import weight_names
 
 
@@ -112,7 +113,7 @@ class BertEncoder(keras.Model):
         attention_mask = _attention_mask(inputs["padding_mask"])
         with_cls = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
         if not self.transformer_layers:  # nothing to skip: the rows are the embeddings'
-            rows = ops.take_along_axis(x, with_cls[:, :, None], axis=1)
+            rows = gather_rows(x, with_cls)
         else:
             for block in self.transformer_layers[:-1]:
                 x = block(x, attention_mask)

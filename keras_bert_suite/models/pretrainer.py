@@ -8,7 +8,8 @@ from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
 from keras_bert_suite.models.model_base import BertModelBase
-from keras_bert_suite.training.metrics import MaskedLMLoss, MaskedLMPerplexity
+from keras_bert_suite.training.metrics import (
+    MaskedLMAccuracy, MaskedLMLoss, MaskedLMPerplexity)
 from keras_bert_suite.training.optimizers import create_optimizer
 
 logger = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ class BertPretrainer(BertModelBase, keras.Model):
             # the same either way: mlm_logits_accuracy, mlm_logits_perplexity, ...
             mlm_prefix = "" if self.next_sentence_prediction else "mlm_logits_"
             weighted_metrics = {"mlm_logits": [
-                keras.metrics.SparseCategoricalAccuracy(name=f"{mlm_prefix}accuracy"),
+                MaskedLMAccuracy(name=f"{mlm_prefix}accuracy"),
                 MaskedLMPerplexity(name=f"{mlm_prefix}perplexity")]}
             if self.next_sentence_prediction:
                 weighted_metrics["nsp_logits"] = [

@@ -10,6 +10,7 @@
 
 import keras
 
+from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.models.encoder import BertEncoder
 from keras_bert_suite.models.model_base import BertModelBase
 from keras_bert_suite.text import task_inputs
@@ -37,7 +38,7 @@ def dropout_and_dense(encoder, units, dropout, name="logits"):
     """BERT's fine-tuning head layers: (Dropout, a fresh Dense(units)), in the encoder's dtype
     policy."""
     policy = encoder.token_embedding.dtype_policy
-    return (keras.layers.Dropout(dropout, dtype=policy, name="classifier_dropout"),
+    return (BertDropout(dropout, dtype=policy, name="classifier_dropout"),
             keras.layers.Dense(units, kernel_initializer=head_initializer(encoder), dtype=policy,
                                name=name))
 

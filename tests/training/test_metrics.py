@@ -1,10 +1,12 @@
 """MaskedLMLoss and the MaskedLMPerplexity it feeds: same numbers as a hand computation,
-one cross-entropy per step, and the link survives a `.keras` round trip."""
+one cross-entropy per step, and the link survives a `.keras` round trip. MaskedLMAccuracy:
+Keras' SparseCategoricalAccuracy's numbers without an argmax."""
 
 import keras
 import numpy as np
 
-from keras_bert_suite.training.metrics import MaskedLMLoss, MaskedLMPerplexity
+from keras_bert_suite.training.metrics import (
+    MaskedLMAccuracy, MaskedLMLoss, MaskedLMPerplexity)
 from tests.conftest import to_numpy
 from tests.tiny_pretraining import RUN_EAGERLY, pretraining_batch, tiny_pretrainer
 
@@ -50,6 +52,28 @@ def test_loss_is_the_weighted_mean_and_feeds_the_perplexity_once():
         standalone.update_state(labels, logits, sample_weight=weights)
     np.testing.assert_allclose(to_numpy(standalone.result()), to_numpy(perplexity.result()),
                                rtol=1e-6)
+
+
+def test_accuracy_matches_keras_sparse_categorical_accuracy_over_weighted_batches():
+    ours, keras_accuracy = MaskedLMAccuracy(), keras.metrics.SparseCategoricalAccuracy()
+    batches = [_batch(0), _batch(1), _batch(2)]
+    for logits, labels, weights in batches:
+        # Make about half the predictions right, so the value is far from 0 and 1.
+        rows = np.random.default_rng(3).random(labels.shape) < 0.5
+        labels = np.where(rows, logits.argmax(-1), labels).astype("int32")
+        ours.update_state(labels, logits, sample_weight=weights)
+        keras_accuracy.update_state(labels, logits, sample_weight=weights)
+    value = float(to_numpy(ours.result()))
+    assert 0.3 < value < 0.8
+    np.testing.assert_allclose(value, float(to_numpy(keras_accuracy.result())), rtol=1e-6)
+
+
+def test_accuracy_counts_a_tie_with_the_label_as_correct():
+    logits = np.array([[[1.0, 3.0, 3.0, 0.0], [2.0, 1.0, 0.0, 0.0]]], "float32")  # [1, 2, 4]
+    labels = np.array([[2, 1]], "int32")  # tied at the max; below the max
+    metric = MaskedLMAccuracy()
+    metric.update_state(labels, logits)
+    assert float(to_numpy(metric.result())) == 0.5
 
 
 def _linked_metric(model):
