@@ -34,8 +34,10 @@ class BertDropout(keras.layers.Dropout):
     def _torch_cpu_dropout(self, inputs):
         import torch
 
-        # In place: the uniform draw becomes the 0 / (1 / keep) mask without a copy.
-        scaled_mask = torch.rand_like(inputs).ge_(self.rate).mul_(1.0 / (1.0 - self.rate))
+        # Drawn in float32 (a bf16 uniform has too few levels for an exact rate), then in
+        # place: the draw becomes the 0 / (1 / keep) mask without another copy.
+        uniform = torch.rand(inputs.shape, device=inputs.device)
+        scaled_mask = uniform.ge_(self.rate).to(inputs.dtype).mul_(1.0 / (1.0 - self.rate))
         return inputs * scaled_mask
 
     def _jax_dropout(self, inputs):
