@@ -44,8 +44,12 @@ class BertDropout(keras.layers.Dropout):
         import jax
         import jax.numpy as jnp
 
-        size = inputs.size
-        words = jax.random.bits(self.seed_generator.next(), ((size + 1) // 2,), jnp.uint32)
-        halves = jax.lax.bitcast_convert_type(words, jnp.uint16).reshape(-1)[:size]
-        keep = halves.reshape(inputs.shape) >= jnp.uint16(round(self.rate * _HALF_WORD))
+        # Pairs along the last axis only, so the leading axes (the batch, which a
+        # keras.distribution shards) keep their layout.
+        *leading, last = inputs.shape
+        words = jax.random.bits(
+            self.seed_generator.next(), (*leading, (last + 1) // 2), jnp.uint32)
+        halves = jax.lax.bitcast_convert_type(words, jnp.uint16)  # [..., ceil(last/2), 2]
+        halves = halves.reshape(*leading, -1)[..., :last]
+        keep = halves >= jnp.uint16(round(self.rate * _HALF_WORD))
         return jnp.where(keep, inputs * (1.0 / (1.0 - self.rate)), jnp.zeros_like(inputs))
