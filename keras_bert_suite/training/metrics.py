@@ -30,8 +30,12 @@ def sparse_cross_entropy_from_logits(labels, logits):
             ops.reshape(labels, (-1,)), ops.reshape(logits, (-1, ops.shape(logits)[-1])),
             from_logits=True)
         return ops.reshape(cross_entropy, ops.shape(labels))
-    label_logits = ops.take_along_axis(logits, ops.cast(labels, "int32")[..., None], axis=-1)
-    return ops.logsumexp(logits, axis=-1) - label_logits[..., 0]
+    return ops.logsumexp(logits, axis=-1) - _label_logits(labels, logits)
+
+
+def _label_logits(labels, logits):
+    """Each prediction's logit of its label: labels [B, P], logits [B, P, V] -> [B, P]."""
+    return ops.take_along_axis(logits, ops.cast(labels, "int32")[..., None], axis=-1)[..., 0]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -133,9 +137,7 @@ class MaskedLMAccuracy(keras.metrics.Mean):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y_pred = ops.convert_to_tensor(y_pred)
-        labels = ops.cast(y_true, "int32")[..., None]
-        label_logits = ops.take_along_axis(y_pred, labels, axis=-1)[..., 0]  # [B, P]
-        correct = ops.cast(label_logits >= ops.max(y_pred, axis=-1), self.dtype)
+        correct = ops.cast(_label_logits(y_true, y_pred) >= ops.max(y_pred, axis=-1), self.dtype)
         super().update_state(correct, sample_weight=sample_weight)
 
     def get_config(self):
