@@ -62,7 +62,7 @@ def export_worker(work_dir):
 
     import keras_bert_suite
     from keras_bert_suite.checkpoints import packaged_checkpoint_dir
-    from keras_bert_suite.data.sentiment import load_rotten_tomatoes
+    from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes
     from keras_bert_suite.export import export_saved_model
 
     texts, _ = load_rotten_tomatoes()

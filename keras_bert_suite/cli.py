@@ -67,7 +67,7 @@ def _finetune(args):
 
 
 def _embed(args):
-    from keras_bert_suite.embed import embed_file
+    from keras_bert_suite.tasks.feature_extractor.embed import embed_file
 
     count = embed_file(args.file, args.output, preset=args.preset, layers=args.layers,
                        pooling=args.pooling, normalize=not args.no_normalize, tokens=args.tokens,

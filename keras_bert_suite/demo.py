@@ -116,8 +116,8 @@ SENTIMENT_RECIPE = "sentiment_rotten_tomatoes_cpu"
 def sentiment(output_dir, overrides=()):
     """Fine-tunes the classifier; prints its held-out accuracy next to TF-IDF's."""
     from keras_bert_suite import recipe_runner
-    from keras_bert_suite.data.sentiment import tfidf_baseline
-    from keras_bert_suite.recipe_runner.tasks.classification import read_examples
+    from keras_bert_suite.tasks.classifier.rotten_tomatoes import tfidf_baseline
+    from keras_bert_suite.tasks.classifier.recipe import read_examples
 
     recipe = recipe_runner.load_recipe(SENTIMENT_RECIPE, overrides=overrides)
     train, test = read_examples(recipe["data"])  # the split the fine-tuning run uses

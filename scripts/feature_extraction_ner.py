@@ -16,7 +16,7 @@ the same shape on the real WNUT-16 tweets with the packaged all-MiniLM-L6-v2 wei
   with BERT's AdamW (`create_optimizer`) for a fixed number of epochs; the paper's
   "weighted sum" rows are plain sums here (`sum_all`, `sum_last_four`);
 * split: the first 80% of the tweets train, the last 20% are held out; entity-level F1 by
-  seqeval (`keras_bert_suite.evaluation.ner_metrics`).
+  seqeval (`keras_bert_suite.tasks.token_classifier.metric`).
 * `--fine_tune_epochs N` adds the paper's fine-tuning row: `BertTokenClassifier` from the same
   weights, trained end to end (expensive on CPU: minutes per epoch).
 
@@ -162,7 +162,7 @@ def train_and_score(train, test, train_sentences, test_sentences, labels, args):
     """Trains a fresh tagger on one strategy's features; entity scores on the held-out tweets."""
     import keras
 
-    from keras_bert_suite.evaluation import ner_metrics
+    from keras_bert_suite.tasks.token_classifier import metric as ner_metrics
     from keras_bert_suite.training.optimizers import create_optimizer
 
     keras.utils.set_random_seed(args.seed)
@@ -188,8 +188,8 @@ def fine_tune(train_sentences, test_sentences, labels, tokenizer, args):
     import keras
 
     from keras_bert_suite import BertTokenClassifier
-    from keras_bert_suite.data import conll
-    from keras_bert_suite.evaluation import ner_metrics
+    from keras_bert_suite.tasks.token_classifier import conll
+    from keras_bert_suite.tasks.token_classifier import metric as ner_metrics
     from keras_bert_suite.training.optimizers import create_optimizer
 
     keras.utils.set_random_seed(args.seed)
@@ -237,7 +237,8 @@ def main(argv=None):
     import keras
 
     from keras_bert_suite import BertEncoder, BertTokenizer
-    from keras_bert_suite.data import conll, corpora
+    from keras_bert_suite.data import corpora
+    from keras_bert_suite.tasks.token_classifier import conll
 
     start = time.perf_counter()
     sentences = conll.read_conll(corpora.fetch_wnut16())[:args.max_sentences]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import cli
-from keras_bert_suite.embed import embed_file
+from keras_bert_suite.tasks.feature_extractor.embed import embed_file
 
 # The model math is tested on every backend in tests/models; this is file plumbing.
 pytestmark = [pytest.mark.backend_independent, pytest.mark.real]

@@ -18,7 +18,7 @@ one_backend = pytest.mark.backend_independent
 
 FINETUNE_RECIPES = sorted(
     name for name in (f[:-5] for f in os.listdir(recipe_runner.RECIPES_DIR) if f.endswith(".json"))
-    if load_recipe(name)["task"] != "pretrain")
+    if load_recipe(name)["task"] != "pretrainer")
 TINY = ["model.preset=bert_uncased_L-2_H-128_A-2", "model.load_weights=false",
         "training.num_train_steps=2", "training.batch_size=8", "evaluation.batch_size=16"]
 
@@ -89,7 +89,7 @@ def test_classification_run_on_rotten_tomatoes(tmp_path):
 
 @one_backend
 def test_classification_run_on_csv_files(tmp_path):
-    from keras_bert_suite.data.sentiment import load_rotten_tomatoes
+    from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes
 
     texts, labels = load_rotten_tomatoes()
     for split, rows in (("train", range(0, 48)), ("dev", range(48, 72))):
@@ -128,7 +128,7 @@ def test_squad_run_on_quoref(tmp_path):
 
 @one_backend
 def test_multiple_choice_run_on_swag_format(tmp_path):
-    from keras_bert_suite.data.sentiment import load_rotten_tomatoes
+    from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes
 
     # SWAG-format rows built from real review sentences: the context is a review's first
     # half, the right ending its second half, the others halves of other reviews.

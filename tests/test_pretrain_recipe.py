@@ -11,7 +11,7 @@ from keras_bert_suite.recipe_runner import RecipeError, load_recipe, parse_overr
 from tests.tiny_pretraining import RUN_EAGERLY
 
 RECIPES = sorted(f[:-5] for f in os.listdir(recipe_runner.RECIPES_DIR)
-                 if f.endswith(".json") and load_recipe(f[:-5])["task"] == "pretrain")
+                 if f.endswith(".json") and load_recipe(f[:-5])["task"] == "pretrainer")
 
 # A tiny model on 4 SOTU addresses (2 train, 2 held out), 4 updates, a backup every 2.
 TINY = [

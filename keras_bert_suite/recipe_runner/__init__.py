@@ -9,9 +9,10 @@ defaults) and its run function. A recipe's "task" key picks the module.
 
 import os
 
-from keras_bert_suite.recipe_runner import finetuning, pretraining
+from keras_bert_suite.recipe_runner import finetuning
+from keras_bert_suite.tasks.pretrainer import recipe as pretraining
 from keras_bert_suite.recipe_runner.finetuning import run_finetuning
-from keras_bert_suite.recipe_runner.pretraining import build_datasets, run_pretraining
+from keras_bert_suite.tasks.pretrainer.recipe import build_datasets, run_pretraining
 from keras_bert_suite.recipe_runner.recipe import (
     RECIPES_DIR,
     RecipeError,
@@ -20,11 +21,11 @@ from keras_bert_suite.recipe_runner.recipe import (
     read_recipe_file,
     resolve_recipe_path,
 )
-from keras_bert_suite.recipe_runner.tasks import TASK_NAMES
+from keras_bert_suite.recipe_runner.task_data import RENAMED_TASKS, TASK_NAMES
 
 # task -> (schema, run function, the `kbs` command that runs it)
 TASKS = {
-    "pretrain": (pretraining.SCHEMA, run_pretraining, "pretrain"),
+    "pretrainer": (pretraining.SCHEMA, run_pretraining, "pretrain"),
     **{task: (finetuning.SCHEMA, run_finetuning, "finetune") for task in TASK_NAMES},
 }
 
@@ -33,7 +34,10 @@ def load_recipe(name_or_path, overrides=()):
     """The recipe file merged over its task's defaults, then `overrides` ("key=value")."""
     path = resolve_recipe_path(name_or_path)
     values = read_recipe_file(path)
-    task = values.get("task", "pretrain")
+    task = values.get("task", "pretrainer")
+    if task in RENAMED_TASKS:
+        raise RecipeError(f"Recipe {path}: task {task!r} is now called "
+                          f"{RENAMED_TASKS[task]!r}; rename it in the recipe's \"task\" key.")
     if task not in TASKS:
         raise RecipeError(f"Recipe {path}: unknown task {task!r}; known tasks: "
                           f"{', '.join(sorted(TASKS))}.")

@@ -3,8 +3,9 @@
     recipe = load_recipe("sentiment_rotten_tomatoes_cpu", overrides=["training.epochs=1"])
     summary = run_finetuning(recipe, "runs/sentiment")
 
-The task ("classification", "squad", "ner", "multiple_choice") picks a module in
-recipe_runner/tasks/ that reads the data, names the model class and scores predictions;
+The task ("classifier", "span_labeler", "token_classifier", "multiple_choice") picks its
+`keras_bert_suite/tasks/<task>/recipe.py`, which reads the data, names the model class
+and scores predictions;
 everything else is shared: the task model from `model.preset` (encoder weights, fresh head),
 BERT's fine-tuning optimizer (AdamW, linear warm-up over `warmup_fraction` of the updates,
 then linear decay to 0), `fit`, evaluation. The output directory gets:
@@ -20,12 +21,12 @@ import os
 import time
 
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
-from keras_bert_suite.recipe_runner.tasks import task_module
+from keras_bert_suite.recipe_runner.task_data import task_module
 from keras_bert_suite.training.distribution import DISTRIBUTION_DEFAULTS
 
 DEFAULTS = {
     "description": "",
-    "task": "classification",  # | "squad" | "ner" | "multiple_choice"
+    "task": "classifier",  # | "span_labeler" | "token_classifier" | "multiple_choice"
     "model": {
         # The embedded real pretrained checkpoint (all-MiniLM-L6-v2).
         "preset": "minilm_l6_h384_uncased",

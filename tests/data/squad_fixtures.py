@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from keras_bert_suite.data import corpora
-from keras_bert_suite.data import quoref
-from keras_bert_suite.data import squad
+from keras_bert_suite.tasks.span_labeler import quoref
+from keras_bert_suite.tasks.span_labeler import squad
 
 NUM_QUESTIONS = 80  # Model Garden's Python tokenizer makes more slow
 
@@ -114,7 +114,7 @@ def features_pair(version_2, max_seq_length, doc_stride):
     """((our examples, our features), (Model Garden examples, features)) for quoref_dataset,
     computed once per process (shared by the SQuAD feature, post-processing and metric tests)."""
     from keras_bert_suite.checkpoints import packaged_checkpoint_dir
-    from keras_bert_suite.data.quoref import write_squad_json
+    from keras_bert_suite.tasks.span_labeler.quoref import write_squad_json
 
     data = quoref_dataset(version_2)
     ours = featurize(tokenizer(), data, max_seq_length, doc_stride)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from keras_bert_suite.data import corpora
-from keras_bert_suite.data.classification import learn_label_names
-from keras_bert_suite.data.classification import make_classification_dataset
-from keras_bert_suite.data.classification import read_classification_file
-from keras_bert_suite.data.tfds_classification import load_tfds
+from keras_bert_suite.tasks.classifier.data import learn_label_names
+from keras_bert_suite.tasks.classifier.data import make_classification_dataset
+from keras_bert_suite.tasks.classifier.data import read_classification_file
+from keras_bert_suite.tasks.classifier.tfds import load_tfds
 
 pytestmark = pytest.mark.backend_independent
 

@@ -5,7 +5,7 @@ import collections
 import numpy as np
 import pytest
 
-from keras_bert_suite.data import conll
+from keras_bert_suite.tasks.token_classifier import conll
 from keras_bert_suite.data import corpora
 
 pytestmark = pytest.mark.backend_independent

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_suite.data.dynamic_masking import DynamicMasker, apply_dynamic_masking
-from keras_bert_suite.data.masking import continuation_table
-from keras_bert_suite.data.pretraining_instances import create_pretraining_instances
-from keras_bert_suite.data.pretraining_tfrecords import (
+from keras_bert_suite.tasks.pretrainer.dynamic_masking import DynamicMasker, apply_dynamic_masking
+from keras_bert_suite.tasks.pretrainer.static_masking import continuation_table
+from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
+from keras_bert_suite.tasks.pretrainer.tfrecords import (
     read_pretraining_tfrecords, write_pretraining_tfrecords)
 
 

@@ -4,11 +4,11 @@ own formats: CoLA without a header, unquoted text with stray quotes, MNLI's pars
 import numpy as np
 import pytest
 
-from keras_bert_suite.data.glue import GLUE_TASKS
-from keras_bert_suite.data.glue import get_glue_task
-from keras_bert_suite.data.glue import glue_file
-from keras_bert_suite.data.glue import read_glue
-from keras_bert_suite.evaluation.classification_metrics import glue_metrics
+from keras_bert_suite.tasks.classifier.glue import GLUE_TASKS
+from keras_bert_suite.tasks.classifier.glue import get_glue_task
+from keras_bert_suite.tasks.classifier.glue import glue_file
+from keras_bert_suite.tasks.classifier.glue import read_glue
+from keras_bert_suite.tasks.classifier.metrics import glue_metrics
 
 pytestmark = pytest.mark.backend_independent
 

@@ -6,9 +6,9 @@ import csv
 import numpy as np
 import pytest
 
-from keras_bert_suite.data.multiple_choice import make_multiple_choice_dataset
-from keras_bert_suite.data.multiple_choice import pack_multiple_choice
-from keras_bert_suite.data.multiple_choice import read_swag
+from keras_bert_suite.tasks.multiple_choice.swag import make_multiple_choice_dataset
+from keras_bert_suite.tasks.multiple_choice.swag import pack_multiple_choice
+from keras_bert_suite.tasks.multiple_choice.swag import read_swag
 
 pytestmark = pytest.mark.backend_independent
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from keras_bert_suite.data.pretraining_instances import create_pretraining_instances
+from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
 
 pytestmark = pytest.mark.backend_independent
 
@@ -45,7 +45,7 @@ def test_instances_shape_and_nsp_balance(unmasked, uncased_tokenizer):
 
 @pytest.mark.real
 def test_random_next_comes_from_another_document(unmasked, sotu_documents, uncased_tokenizer):
-    from keras_bert_suite.data.pretraining_instances import tokenize_documents
+    from keras_bert_suite.tasks.pretrainer.instances import tokenize_documents
 
     documents = [_key([t for s in d for t in s])
                  for d in tokenize_documents(sotu_documents, uncased_tokenizer)]
@@ -93,7 +93,7 @@ def test_static_masking_statistics(masked, uncased_tokenizer):
 
 @pytest.mark.real
 def test_whole_word_masking_never_splits_a_word(sotu_documents, uncased_tokenizer):
-    from keras_bert_suite.data.masking import continuation_table
+    from keras_bert_suite.tasks.pretrainer.static_masking import continuation_table
 
     is_cont = continuation_table(uncased_tokenizer.get_vocabulary())
     specials = {uncased_tokenizer.cls_token_id, uncased_tokenizer.sep_token_id}

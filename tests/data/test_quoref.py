@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from keras_bert_suite.data import quoref
-from keras_bert_suite.data import squad
+from keras_bert_suite.tasks.span_labeler import quoref
+from keras_bert_suite.tasks.span_labeler import squad
 from tests.data import squad_fixtures as fx
 
 pytestmark = pytest.mark.backend_independent

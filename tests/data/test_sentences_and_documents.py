@@ -1,7 +1,7 @@
 import pytest
 
-from keras_bert_suite.data.documents import read_documents
-from keras_bert_suite.data.sentences import split_sentences
+from keras_bert_suite.tasks.pretrainer.documents import read_documents
+from keras_bert_suite.tasks.pretrainer.sentences import split_sentences
 
 pytestmark = pytest.mark.backend_independent
 

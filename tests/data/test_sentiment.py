@@ -5,9 +5,9 @@ import collections
 import numpy as np
 import pytest
 
-from keras_bert_suite.data.sentiment import load_rotten_tomatoes
-from keras_bert_suite.data.sentiment import split_held_out
-from keras_bert_suite.data.sentiment import tfidf_baseline
+from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes
+from keras_bert_suite.tasks.classifier.rotten_tomatoes import split_held_out
+from keras_bert_suite.tasks.classifier.rotten_tomatoes import tfidf_baseline
 
 pytestmark = pytest.mark.backend_independent
 

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from keras_bert_suite.data import quoref
-from keras_bert_suite.data import squad
-from keras_bert_suite.data.quoref import write_squad_json
+from keras_bert_suite.tasks.span_labeler import quoref
+from keras_bert_suite.tasks.span_labeler import squad
+from keras_bert_suite.tasks.span_labeler.quoref import write_squad_json
 from tests.data import squad_fixtures as fx
 
 pytestmark = pytest.mark.backend_independent

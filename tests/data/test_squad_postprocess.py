@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from keras_bert_suite.data import squad_postprocess as pp
-from keras_bert_suite.evaluation import squad_metric
+from keras_bert_suite.tasks.span_labeler import squad_postprocess as pp
+from keras_bert_suite.tasks.span_labeler import metric as squad_metric
 from tests.data import squad_fixtures as fx
 
 pytestmark = pytest.mark.backend_independent

@@ -7,8 +7,8 @@ from scipy import stats
 from sklearn import metrics as sk
 
 from keras_bert_suite.data import corpora
-from keras_bert_suite.data.classification import read_classification_file
-from keras_bert_suite.evaluation import classification_metrics as m
+from keras_bert_suite.tasks.classifier.data import read_classification_file
+from keras_bert_suite.tasks.classifier import metrics as m
 
 pytestmark = pytest.mark.backend_independent
 

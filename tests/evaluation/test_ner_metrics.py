@@ -5,9 +5,9 @@ import pytest
 from seqeval import metrics as seqeval_metrics
 from seqeval import scheme as seqeval_scheme
 
-from keras_bert_suite.data import conll
+from keras_bert_suite.tasks.token_classifier import conll
 from keras_bert_suite.data import corpora
-from keras_bert_suite.evaluation import ner_metrics
+from keras_bert_suite.tasks.token_classifier import metric as ner_metrics
 
 pytestmark = pytest.mark.backend_independent
 

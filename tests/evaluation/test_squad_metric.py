@@ -3,8 +3,8 @@ the official v1.1 and v2.0 scripts on real predictions over real Quoref question
 
 import pytest
 
-from keras_bert_suite.data import squad_postprocess as pp
-from keras_bert_suite.evaluation import squad_metric as sm
+from keras_bert_suite.tasks.span_labeler import squad_postprocess as pp
+from keras_bert_suite.tasks.span_labeler import metric as sm
 from tests.data import squad_fixtures as fx
 
 pytestmark = pytest.mark.backend_independent

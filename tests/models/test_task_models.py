@@ -17,7 +17,8 @@ import pytest
 from keras_bert_suite import (
     BertClassifier, BertEncoder, BertFeatureExtractor, BertMultipleChoice, BertPreprocessor,
     BertSpanLabeler, BertTokenClassifier)
-from keras_bert_suite.data import conll, corpora
+from keras_bert_suite.data import corpora
+from keras_bert_suite.tasks.token_classifier import conll
 from keras_bert_suite.models.token_losses import IGNORE_LABEL
 from keras_bert_suite.training import create_optimizer
 from keras_bert_suite.training.optimizers import AdamW

@@ -12,7 +12,7 @@ import pytest
 from keras_bert_suite import (
     BertClassifier, BertEncoder, BertFeatureExtractor, BertMultipleChoice, BertSpanLabeler,
     BertTokenClassifier)
-from keras_bert_suite.models.feature_extractor import LAYER_CHOICES
+from keras_bert_suite.tasks.feature_extractor.model import LAYER_CHOICES
 from tests.conftest import to_numpy
 from tests.minilm_reference import PARITY_TOLERANCE, reference
 

@@ -25,7 +25,7 @@ SMALL_PRETRAINING = [
 
 def _real_batch():
     """8 Rotten Tomatoes sentences with their labels, as MiniLM encoder inputs."""
-    from keras_bert_suite.data.sentiment import load_rotten_tomatoes
+    from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes
     from keras_bert_suite.text import BertPreprocessor
 
     import numpy as np
@@ -87,7 +87,7 @@ def mirrored_step():
 
     # The pretraining runner on the same two replicas.
     from keras_bert_suite.recipe_runner import load_recipe
-    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
+    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
 
     recipe = load_recipe("pretrain_cpu_smoke", overrides=[
         'distribution.strategy="mirrored"',
@@ -125,7 +125,7 @@ def multi_worker():
     import tensorflow as tf
 
     from keras_bert_suite.recipe_runner import load_recipe
-    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
+    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
 
     recipe = load_recipe("pretrain_cpu_smoke", overrides=[
         'distribution.strategy="multi_worker"', *SMALL_PRETRAINING])
@@ -164,7 +164,7 @@ def jax_fit():
     import keras
 
     from keras_bert_suite.recipe_runner import load_recipe
-    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
+    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
 
     results = {}
     for strategy in ("none", "data_parallel", "model_parallel"):

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_bert_suite.models.task import (
+from keras_bert_suite.tasks.task import (
     BertTask, encoder_inputs, freeze_unused_pooler, head_initializer)
 
 # Label names in `y` -> the output each one is scored against.

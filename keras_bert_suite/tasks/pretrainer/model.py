@@ -7,7 +7,7 @@ import keras
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
-from keras_bert_suite.models.model_base import BertModelBase
+from keras_bert_suite.tasks.model_base import BertModelBase
 from keras_bert_suite.training.metrics import (
     MaskedLMAccuracy, MaskedLMLoss, MaskedLMPerplexity)
 from keras_bert_suite.training.optimizers import create_optimizer

@@ -1,4 +1,5 @@
-"""One module per fine-tuning task: how to read its data, which model, how to score it.
+"""What the recipe runner needs of each fine-tuning task's `recipe` module
+(keras_bert_suite/tasks/<name>/recipe.py): how to read its data, which model, how to score it.
 
 Each module has `MODEL` (the task model class) and
     prepare(recipe, preprocessor, log) -> TaskData
@@ -12,7 +13,12 @@ import importlib
 
 from keras_bert_suite.recipe_runner.recipe import RecipeError
 
-TASK_NAMES = ("classification", "squad", "ner", "multiple_choice")
+# A task's one name: its folder under keras_bert_suite/tasks/, its recipes' "task", and the
+# "task" of its SavedModel export.
+TASK_NAMES = ("classifier", "span_labeler", "token_classifier", "multiple_choice")
+# Names recipes used before the tasks moved to keras_bert_suite/tasks/<name>/.
+RENAMED_TASKS = {"classification": "classifier", "squad": "span_labeler",
+                 "ner": "token_classifier", "pretrain": "pretrainer"}
 
 
 @dataclasses.dataclass
@@ -32,7 +38,7 @@ def task_module(task):
     if task not in TASK_NAMES:
         raise RecipeError(f"Unknown fine-tuning task {task!r}; known tasks: "
                           f"{', '.join(TASK_NAMES)}.")
-    return importlib.import_module(f"keras_bert_suite.recipe_runner.tasks.{task}")
+    return importlib.import_module(f"keras_bert_suite.tasks.{task}.recipe")
 
 
 def data_files(data, task, builtin, file_kind):

@@ -10,7 +10,7 @@ Example:
 
 import numpy as np
 
-from keras_bert_suite.data.classification import ClassificationExamples
+from keras_bert_suite.tasks.classifier.data import ClassificationExamples
 
 
 def load_tfds(name, split, text_column="text", text_pair_column=None, label_column="label",
@@ -31,7 +31,7 @@ def load_tfds(name, split, text_column="text", text_pair_column=None, label_colu
         raise ImportError(
             "load_tfds needs tensorflow-datasets, which is not installed: "
             "pip install tensorflow-datasets. Or read the data set's CSV/TSV/JSON Lines files "
-            "with keras_bert_suite.data.classification.read_classification_file.") from None
+            "with keras_bert_suite.tasks.classifier.data.read_classification_file.") from None
     dataset, info = tfds.load(name, split=split, data_dir=data_dir, download=download,
                               with_info=True)
     features = info.features

@@ -12,7 +12,7 @@ import keras
 
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.models.encoder import BertEncoder
-from keras_bert_suite.models.model_base import BertModelBase
+from keras_bert_suite.tasks.model_base import BertModelBase
 from keras_bert_suite.text import task_inputs
 from keras_bert_suite.text.preprocessor import BertPreprocessor
 from keras_bert_suite.training.optimizers import create_optimizer

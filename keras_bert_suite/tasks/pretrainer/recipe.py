@@ -1,4 +1,4 @@
-"""`kbs pretrain`: a "pretrain" recipe (keys and defaults: `DEFAULTS` below) -> a run.
+"""`kbs pretrain`: a "pretrainer" recipe (keys and defaults: `DEFAULTS` below) -> a run.
 
     recipe = load_recipe("pretrain_cpu_smoke", overrides=["training.num_train_steps=20"])
     summary = run_pretraining(recipe, "runs/smoke")
@@ -32,7 +32,7 @@ from keras_bert_suite.training.distribution import DISTRIBUTION_DEFAULTS
 # value is not obvious. `model.encoder_overrides` is free-form (BertEncoder arguments).
 DEFAULTS = {
     "description": "",
-    "task": "pretrain",
+    "task": "pretrainer",
     "model": {
         "preset": "bert_uncased_L-2_H-128_A-2",
         # The uncased 30,522-token vocab that bert-base-uncased (and MiniLM) use.
@@ -152,7 +152,7 @@ def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log):
     """An unbatched tf.data of unmasked feature dicts, and how many examples (None: unknown)."""
     import tensorflow as tf
 
-    from keras_bert_suite.data.pretraining_tfrecords import (
+    from keras_bert_suite.tasks.pretrainer.tfrecords import (
         read_pretraining_tfrecords,
         restore_unmasked_ids,
     )
@@ -164,8 +164,8 @@ def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log):
         # afresh each pass.
         return dataset.map(lambda f: {**f, "token_ids": restore_unmasked_ids(f)}), None
 
-    from keras_bert_suite.data.documents import read_documents
-    from keras_bert_suite.data.pretraining_instances import create_pretraining_instances
+    from keras_bert_suite.tasks.pretrainer.documents import read_documents
+    from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
 
     instances = create_pretraining_instances(
         read_documents(files, layout=data["layout"]), tokenizer,
@@ -185,7 +185,7 @@ def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=N
     """(train, eval or None) tf.data of (x, y) batches of `batch_size` (default
     `training.batch_size`, the global batch); train repeats forever. With a multi-worker
     `distribution`, each worker reads its own share (by file for TFRecords, else by element)."""
-    from keras_bert_suite.data.dynamic_masking import DynamicMasker, apply_dynamic_masking
+    from keras_bert_suite.tasks.pretrainer.dynamic_masking import DynamicMasker, apply_dynamic_masking
 
     data, training = recipe["data"], recipe["training"]
     nsp = recipe["model"]["next_sentence_prediction"]
@@ -269,7 +269,7 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     """
     import keras
 
-    from keras_bert_suite.models.pretrainer import BertPretrainer
+    from keras_bert_suite.tasks.pretrainer.model import BertPretrainer
     from keras_bert_suite.recipe_runner.distributed import start_distribution
     from keras_bert_suite.training import (
         checkpointed_fit_arguments,
@@ -280,8 +280,8 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
         training_callbacks,
     )
 
-    if recipe.get("task", "pretrain") != "pretrain":
-        raise RecipeError(f"`kbs pretrain` runs task 'pretrain' recipes, this one is "
+    if recipe.get("task", "pretrainer") != "pretrainer":
+        raise RecipeError(f"`kbs pretrain` runs task 'pretrainer' recipes, this one is "
                           f"{recipe['task']!r}.")
     distribution, batch_size, precision = start_distribution(recipe, log)
     chief = distribution.is_chief

@@ -10,9 +10,9 @@ import os
 
 import numpy as np
 
-from keras_bert_suite.models.classifier import BertClassifier
+from keras_bert_suite.tasks.classifier.model import BertClassifier
 from keras_bert_suite.recipe_runner.recipe import RecipeError
-from keras_bert_suite.recipe_runner.tasks import TaskData
+from keras_bert_suite.recipe_runner.task_data import TaskData
 
 MODEL = BertClassifier
 
@@ -26,7 +26,7 @@ def head_arguments(model_config):
 
 
 def _read_files(data):
-    from keras_bert_suite.data.classification import read_classification_file
+    from keras_bert_suite.tasks.classifier.data import read_classification_file
 
     if data["train_file"] is None or data["eval_file"] is None:
         raise RecipeError("A classification recipe needs data.dataset (rotten_tomatoes, glue) "
@@ -42,7 +42,7 @@ def _read_files(data):
 
 
 def _read_glue(data):
-    from keras_bert_suite.data.glue import read_glue
+    from keras_bert_suite.tasks.classifier.glue import read_glue
 
     if data["glue_task"] is None or data["data_dir"] is None:
         raise RecipeError("data.dataset=glue needs data.glue_task (e.g. mrpc) and data.data_dir "
@@ -53,8 +53,8 @@ def _read_glue(data):
 
 
 def _read_rotten_tomatoes(data):
-    from keras_bert_suite.data.classification import ClassificationExamples
-    from keras_bert_suite.data.sentiment import (
+    from keras_bert_suite.tasks.classifier.data import ClassificationExamples
+    from keras_bert_suite.tasks.classifier.rotten_tomatoes import (
         LABEL_NAMES,
         load_rotten_tomatoes,
         split_held_out,
@@ -94,7 +94,7 @@ def read_examples(data):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.data.classification import make_classification_dataset
+    from keras_bert_suite.tasks.classifier.data import make_classification_dataset
 
     data, training = recipe["data"], recipe["training"]
     train, evaluation = read_examples(data)
@@ -110,7 +110,7 @@ def prepare(recipe, preprocessor, log):
 
 def scores(examples, outputs, glue_task=None):
     """The task's metrics for model outputs (logits [N, C] or scores [N, 1])."""
-    from keras_bert_suite.evaluation import classification_metrics as m
+    from keras_bert_suite.tasks.classifier import metrics as m
 
     if glue_task is not None:
         return m.glue_metrics(glue_task, outputs, examples.labels)
@@ -123,7 +123,7 @@ def scores(examples, outputs, glue_task=None):
 
 
 def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.data.classification import make_classification_dataset
+    from keras_bert_suite.tasks.classifier.data import make_classification_dataset
 
     examples = task_data.evaluation
     x = make_classification_dataset(examples, recipe["evaluation"]["batch_size"],

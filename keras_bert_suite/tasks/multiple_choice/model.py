@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.choice_folding import FoldChoices
-from keras_bert_suite.models.task import (
+from keras_bert_suite.tasks.task import (
     ENCODER_INPUTS, BertTask, check_num_classes, dropout_and_dense, encoder_inputs)
 from keras_bert_suite.text import task_inputs
 

@@ -7,9 +7,9 @@ predicted tag) and scores entity-level precision/recall/F1 with seqeval.
 import os
 import random
 
-from keras_bert_suite.models.token_classifier import BertTokenClassifier
+from keras_bert_suite.tasks.token_classifier.model import BertTokenClassifier
 from keras_bert_suite.recipe_runner.recipe import RecipeError
-from keras_bert_suite.recipe_runner.tasks import TaskData, data_files
+from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
 
 MODEL = BertTokenClassifier
 
@@ -23,7 +23,7 @@ def head_arguments(model_config):
 
 
 def _read(data):
-    from keras_bert_suite.data.conll import read_conll
+    from keras_bert_suite.tasks.token_classifier.conll import read_conll
 
     if data["dataset"] == "wnut16":
         from keras_bert_suite.data import corpora
@@ -42,7 +42,7 @@ def _read(data):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.data.conll import WordPieceAligner, learn_labels, to_dataset
+    from keras_bert_suite.tasks.token_classifier.conll import WordPieceAligner, learn_labels, to_dataset
 
     data, training = recipe["data"], recipe["training"]
     train, evaluation = _read(data)
@@ -60,7 +60,7 @@ def prepare(recipe, preprocessor, log):
 
 
 def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.evaluation.ner_metrics import classification_report, entity_scores
+    from keras_bert_suite.tasks.token_classifier.metric import classification_report, entity_scores
 
     sentences, aligner, windows = task_data.evaluation
     logits = model.predict(windows.inputs(), batch_size=recipe["evaluation"]["batch_size"],

@@ -8,9 +8,9 @@ import os
 
 import numpy as np
 
-from keras_bert_suite.models.span_labeler import BertSpanLabeler
+from keras_bert_suite.tasks.span_labeler.model import BertSpanLabeler
 from keras_bert_suite.recipe_runner.recipe import RecipeError
-from keras_bert_suite.recipe_runner.tasks import TaskData, data_files
+from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
 
 MODEL = BertSpanLabeler
 QUOREF_DEV_FRACTION = 0.2  # of the passages (whole passages: no dev passage seen in training)
@@ -25,11 +25,11 @@ def head_arguments(model_config):
 
 
 def _read(data, log):
-    from keras_bert_suite.data.squad import examples_from_squad_json, read_squad_examples
+    from keras_bert_suite.tasks.span_labeler.squad import examples_from_squad_json, read_squad_examples
 
     if data["dataset"] == "quoref":
         from keras_bert_suite.data import corpora
-        from keras_bert_suite.data.quoref import quoref_to_squad, split_by_passage
+        from keras_bert_suite.tasks.span_labeler.quoref import quoref_to_squad, split_by_passage
 
         squad, report = quoref_to_squad(corpora.fetch_quoref())
         log(f"quoref: {report}")
@@ -40,7 +40,7 @@ def _read(data, log):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.data.squad import SquadFeaturizer, training_dataset
+    from keras_bert_suite.tasks.span_labeler.squad import SquadFeaturizer, training_dataset
 
     data, training = recipe["data"], recipe["training"]
     train, evaluation = _read(data, log)
@@ -69,13 +69,13 @@ def gold_dataset(examples):
 
 
 def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.data.squad import inference_dataset
-    from keras_bert_suite.data.squad_postprocess import (
+    from keras_bert_suite.tasks.span_labeler.squad import inference_dataset
+    from keras_bert_suite.tasks.span_labeler.squad_postprocess import (
         postprocess_predictions,
         write_nbest_json,
         write_predictions_json,
     )
-    from keras_bert_suite.evaluation.squad_metric import squad_v1_metrics, squad_v2_metrics
+    from keras_bert_suite.tasks.span_labeler.metric import squad_v1_metrics, squad_v2_metrics
 
     examples, features = task_data.evaluation
     settings, version_2 = recipe["evaluation"], recipe["data"]["version_2_with_negative"]

@@ -41,7 +41,7 @@ same instances, the same masks and the same order.
 import dataclasses
 import random
 
-from keras_bert_suite.data import masking
+from keras_bert_suite.tasks.pretrainer import static_masking as masking
 
 # Sentences are tokenized this many at a time (one traced tf.function call per batch).
 _TOKENIZE_BATCH = 2048

@@ -9,8 +9,8 @@ import os
 
 import numpy as np
 
-from keras_bert_suite.models.multiple_choice import BertMultipleChoice
-from keras_bert_suite.recipe_runner.tasks import TaskData, data_files
+from keras_bert_suite.tasks.multiple_choice.model import BertMultipleChoice
+from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
 
 MODEL = BertMultipleChoice
 
@@ -32,7 +32,7 @@ def _head(examples, limit):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.data.multiple_choice import make_multiple_choice_dataset, read_swag
+    from keras_bert_suite.tasks.multiple_choice.swag import make_multiple_choice_dataset, read_swag
 
     data, training = recipe["data"], recipe["training"]
     train_file, eval_file = data_files(data, "multiple_choice", [], "SWAG-format CSV files")
@@ -48,8 +48,8 @@ def prepare(recipe, preprocessor, log):
 
 
 def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.data.multiple_choice import make_multiple_choice_dataset
-    from keras_bert_suite.evaluation.classification_metrics import accuracy
+    from keras_bert_suite.tasks.multiple_choice.swag import make_multiple_choice_dataset
+    from keras_bert_suite.tasks.classifier.metrics import accuracy
 
     examples, tokenizer = task_data.evaluation
     x = make_multiple_choice_dataset(

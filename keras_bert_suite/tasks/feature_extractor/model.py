@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.scalar_mix import ScalarMix
-from keras_bert_suite.models.task import BertTask, encoder_inputs, freeze_unused_pooler
+from keras_bert_suite.tasks.task import BertTask, encoder_inputs, freeze_unused_pooler
 
 # The feature-based rows of the BERT paper's CoNLL-2003 table (section 5.3), plus ELMo's mix.
 # "all" and "last four" count transformer layers, not the embedding output.

@@ -52,7 +52,7 @@ def embed_file(path, output, preset="minilm_l6_h384_uncased", layers="last_hidde
                pooling="mean", normalize=True, tokens=False, sequence_length=128,
                batch_size=64, truncate=False):
     """Writes the vectors of every line of `path` to `output`; returns their count."""
-    from keras_bert_suite.models.feature_extractor import BertFeatureExtractor
+    from keras_bert_suite.tasks.feature_extractor.model import BertFeatureExtractor
 
     extension = os.path.splitext(output)[1]
     if extension not in OUTPUT_FORMATS:

@@ -16,7 +16,7 @@ Example:
 
 import numpy as np
 
-from keras_bert_suite.data.classification import read_classification_file
+from keras_bert_suite.tasks.classifier.data import read_classification_file
 from keras_bert_suite.data.table_rows import file_error
 
 LABEL_NAMES = ("rotten", "fresh")  # id 0 = negative, 1 = positive

@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert_suite.models.task import (
+from keras_bert_suite.tasks.task import (
     BertTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
     freeze_unused_pooler)
 from keras_bert_suite.models.token_losses import (

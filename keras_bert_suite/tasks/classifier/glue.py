@@ -19,8 +19,8 @@ import csv
 import dataclasses
 import os
 
-from keras_bert_suite.data.classification import read_classification_file
-from keras_bert_suite.evaluation.classification_metrics import GLUE_METRICS
+from keras_bert_suite.tasks.classifier.data import read_classification_file
+from keras_bert_suite.tasks.classifier.metrics import GLUE_METRICS
 
 
 @dataclasses.dataclass(frozen=True)

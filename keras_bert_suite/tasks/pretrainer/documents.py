@@ -14,7 +14,7 @@ a file per text that glued unrelated texts together.) Lines are stripped; empty 
 dropped. Documents are yielded one at a time, so reading itself never holds a whole corpus.
 """
 
-from keras_bert_suite.data.sentences import split_sentences
+from keras_bert_suite.tasks.pretrainer.sentences import split_sentences
 
 LAYOUTS = ("sentence_per_line", "paragraph_per_line")
 

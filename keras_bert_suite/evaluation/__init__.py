@@ -1,1 +1,0 @@
-"""Task metrics: classification/GLUE, SQuAD exact match and F1, entity-level NER F1."""
