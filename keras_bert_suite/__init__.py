@@ -2,13 +2,44 @@
 
 Public classes follow DESIGN.md: an encoder (`BertEncoder`), a tokenizer and a preprocessor
 that turn text into the encoder's inputs, and task models that add a head to the encoder.
+
+They are imported on first use (PEP 562 `__getattr__`): `keras_bert_suite.BertEncoder` works
+as usual, while importing a subpackage that needs no model (`keras_bert_suite.serving`, a
+serving client or host) does not import Keras.
 """
+
+import importlib
 
 __version__ = "0.1.0"
 
-from keras_bert_suite.models import BertEncoder, BertPretrainer, list_presets  # noqa: E402
-from keras_bert_suite.models import (  # noqa: E402
-    BertClassifier, BertFeatureExtractor, BertMultipleChoice, BertSpanLabeler,
-    BertTokenClassifier)
-from keras_bert_suite.text import (  # noqa: E402
-    BertPreprocessor, BertTokenizer, SegmentPacker, learn_vocabulary)
+# {public name: module that defines it}
+_PUBLIC = {
+    "BertEncoder": "keras_bert_suite.models",
+    "list_presets": "keras_bert_suite.checkpoints.presets",
+    "BertPretrainer": "keras_bert_suite.models",
+    "BertClassifier": "keras_bert_suite.models",
+    "BertFeatureExtractor": "keras_bert_suite.models",
+    "BertMultipleChoice": "keras_bert_suite.models",
+    "BertSpanLabeler": "keras_bert_suite.models",
+    "BertTokenClassifier": "keras_bert_suite.models",
+    "BertPreprocessor": "keras_bert_suite.text",
+    "BertTokenizer": "keras_bert_suite.text",
+    "SegmentPacker": "keras_bert_suite.text",
+    "learn_vocabulary": "keras_bert_suite.text",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name not in _PUBLIC:
+        # AttributeError (not ImportError) lets `from keras_bert_suite import cli` fall back
+        # to importing the submodule.
+        raise AttributeError(f"module 'keras_bert_suite' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_PUBLIC[name]), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))

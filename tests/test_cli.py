@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import cli, demo
-from keras_bert_suite.models.presets import PRESETS
+from keras_bert_suite.checkpoints.presets import PRESETS
 
 
 def test_presets_lists_every_builtin(capsys):

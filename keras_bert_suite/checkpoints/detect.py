@@ -36,8 +36,12 @@ def load_checkpoint(path, load_weights=True):
 
 
 def formats_looked_for():
-    lines = [f"  - {reader.NAME}: {reader.FILES_NEEDED}" for reader in READERS]
-    return "Formats looked for, and the files each needs:\n" + "\n".join(lines)
+    return "Formats looked for, and the files each needs:\n" + format_list()
+
+
+def format_list():
+    """One line per supported directory format: its name and the files it needs."""
+    return "\n".join(f"  - {reader.NAME}: {reader.FILES_NEEDED}" for reader in READERS)
 
 
 def _read_config_json(directory):

@@ -9,5 +9,9 @@ class UnknownCheckpointFormatError(ValueError):
     """A path that none of the supported checkpoint formats recognises."""
 
 
+class UnknownPresetError(UnknownCheckpointFormatError):
+    """A `from_preset` argument that is neither a built-in preset name nor an existing path."""
+
+
 class UnsupportedCheckpointError(ValueError):
     """A recognised format holding a model BertEncoder cannot run (not BERT, other activation)."""

@@ -5,11 +5,13 @@ import os
 
 import tensorflow as tf
 
+from keras_bert_suite.names import DEFAULT_SIGNATURE
+
 WARMUP_FILE = os.path.join("assets.extra", "tf_serving_warmup_requests")
 MAX_RECORDS = 1000  # TF Serving reads at most this many
 
 
-def write_warmup_requests(export_dir, model_name, inputs, signature_name="serving_default",
+def write_warmup_requests(export_dir, model_name, inputs, signature_name=DEFAULT_SIGNATURE,
                           repeats=1):
     """inputs: {input name: list of example values (a batch)}. Writes `repeats` PredictLog
     records of that batch; returns the file path."""

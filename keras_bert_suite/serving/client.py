@@ -26,6 +26,7 @@ import urllib.request
 
 import numpy as np
 
+from keras_bert_suite.names import DEFAULT_SIGNATURE
 from keras_bert_suite.serving.errors import ServingError
 
 _RETRY_REASONS = (ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError)
@@ -207,7 +208,7 @@ class GrpcClient:
         import tensorflow as tf
         from tensorflow_serving.apis import predict_pb2
 
-        key = (model, version, label, signature_name or "serving_default")
+        key = (model, version, label, signature_name or DEFAULT_SIGNATURE)
         if key not in self._input_dtypes:
             signature = self.metadata(model, version, label).get(key[3])
             if signature is None:

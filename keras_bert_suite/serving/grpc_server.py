@@ -22,6 +22,7 @@ from tensorflow_serving.apis import model_service_pb2_grpc
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
+from keras_bert_suite.names import DEFAULT_SIGNATURE
 from keras_bert_suite.serving.errors import NotFoundError
 from keras_bert_suite.serving.errors import RequestError
 
@@ -59,7 +60,7 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
             response = predict_pb2.PredictResponse()
             response.model_spec.name = served.name
             response.model_spec.version.value = served.version
-            response.model_spec.signature_name = signature_name or "serving_default"
+            response.model_spec.signature_name = signature_name or DEFAULT_SIGNATURE
             for name, value in outputs.items():
                 response.outputs[name].CopyFrom(tf.make_tensor_proto(value))
             return response

@@ -34,12 +34,12 @@ from google.protobuf import json_format
 from google.protobuf import text_format
 from tensorflow.core.protobuf import saved_model_pb2
 
+from keras_bert_suite.names import DEFAULT_SIGNATURE
 from keras_bert_suite.serving.errors import NotFoundError
 from keras_bert_suite.serving.errors import RequestError
+from keras_bert_suite.serving.signature_check import check_input_names, check_shape
 
 log = logging.getLogger(__name__)
-
-DEFAULT_SIGNATURE = "serving_default"
 
 # One model call at a time per process. A restored signature runs its body as a nested
 # function call on TF's inter-op thread pool (one thread per core) and waits for it; many
@@ -164,28 +164,18 @@ class ServedVersion:
 
     def run(self, signature_name, inputs, output_filter=None):
         """{input name: array} -> {output name: np.ndarray}. Model errors -> RequestError."""
+        signature_name = signature_name or DEFAULT_SIGNATURE
         function = self.signature(signature_name)
         specs = self.input_specs(signature_name)
+        check_input_names(inputs, specs, signature_name)
         tensors = {}
         for name, value in inputs.items():
-            if name not in specs:
-                raise RequestError(f"Input '{name}' is not an input of signature "
-                                   f"'{signature_name or DEFAULT_SIGNATURE}'; its inputs are: "
-                                   f"{', '.join(sorted(specs))}.")
             try:
                 tensors[name] = tf.constant(value, dtype=specs[name].dtype)
             except (TypeError, ValueError) as error:
                 raise RequestError(f"Input '{name}': cannot make a {specs[name].dtype.name} "
                                    f"tensor: {error}") from None
-            if not specs[name].shape.is_compatible_with(tensors[name].shape):
-                wanted = specs[name].shape
-                wanted = wanted.as_list() if wanted.rank is not None else "any shape"
-                raise RequestError(f"Input '{name}' has shape {tensors[name].shape.as_list()}, "
-                                   f"but the signature expects {wanted} (None = any size).")
-        missing = sorted(set(specs) - set(tensors))
-        if missing:
-            raise RequestError(f"Missing input '{missing[0]}'; the signature's inputs are: "
-                               f"{', '.join(sorted(specs))}.")
+            check_shape(tensors[name].shape.as_list(), specs[name], f"Input '{name}'")
         try:
             with _MODEL_CALL_LOCK:
                 outputs = function(**tensors)

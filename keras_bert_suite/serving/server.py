@@ -29,6 +29,7 @@ import re
 import threading
 import urllib.parse
 
+from keras_bert_suite.names import DEFAULT_SIGNATURE
 from keras_bert_suite.serving import tensor_json
 from keras_bert_suite.serving.errors import RequestError
 
@@ -165,7 +166,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if signature_name is not None and not isinstance(signature_name, str):
             raise RequestError("'signature_name' must be a string.")
         specs = served.input_specs(signature_name)
-        inputs, row_format = tensor_json.parse_predict_request(body, specs)
+        inputs, row_format = tensor_json.parse_predict_request(
+            body, specs, signature_name or DEFAULT_SIGNATURE)
         outputs = served.run(signature_name, inputs)
         return tensor_json.format_predict_response(outputs, row_format)
 

@@ -26,7 +26,9 @@ import binascii
 
 import numpy as np
 
+from keras_bert_suite.names import DEFAULT_SIGNATURE
 from keras_bert_suite.serving.errors import RequestError
+from keras_bert_suite.serving.signature_check import check_input_names, check_shape
 
 
 def is_b64(value):
@@ -84,42 +86,26 @@ def decode_tensor(value, spec, where):
             array = np.array(leaves, dtype=spec.dtype.as_numpy_dtype)
         except (OverflowError, ValueError, TypeError) as error:
             raise RequestError(f"{where}: cannot convert to {spec.dtype.name}: {error}") from None
-    array = array.reshape(shape)
-    expected = spec.shape
-    if expected.rank is not None and (
-            len(shape) != expected.rank
-            or any(want is not None and want != got for want, got in zip(expected, shape))):
-        wanted = [d if d is not None else -1 for d in expected.as_list()]
-        raise RequestError(f"{where} has shape {shape}, but the signature expects {wanted} "
-                           f"(-1 = any size) of {spec.dtype.name}.")
-    return array
+    check_shape(shape, spec, where)
+    return array.reshape(shape)
 
 
-def _check_names(given, input_specs, where):
-    expected = sorted(input_specs)
-    unknown = sorted(set(given) - set(input_specs))
-    if unknown:
-        raise RequestError(f"{where} has input '{unknown[0]}' that the signature does not "
-                           f"take; its inputs are: {', '.join(expected)}.")
-    missing = sorted(set(input_specs) - set(given))
-    if missing:
-        raise RequestError(f"{where} lacks input '{missing[0]}'; the signature's inputs are: "
-                           f"{', '.join(expected)}.")
+def parse_predict_request(body, input_specs, signature_name=DEFAULT_SIGNATURE):
+    """A decoded `:predict` body -> ({input name: np.ndarray}, row_format).
 
-
-def parse_predict_request(body, input_specs):
-    """A decoded `:predict` body -> ({input name: np.ndarray}, row_format)."""
+    `input_specs`: {input name: tf.TensorSpec} of the signature named `signature_name`
+    (the name is only used in error messages)."""
     if not isinstance(body, dict):
         raise RequestError("The request body must be a JSON object with 'instances' or 'inputs'.")
     if ("instances" in body) == ("inputs" in body):
         raise RequestError("The request must have exactly one of 'instances' (row format) or "
                            "'inputs' (columnar format).")
     if "instances" in body:
-        return _parse_rows(body["instances"], input_specs), True
-    return _parse_columns(body["inputs"], input_specs), False
+        return _parse_rows(body["instances"], input_specs, signature_name), True
+    return _parse_columns(body["inputs"], input_specs, signature_name), False
 
 
-def _parse_rows(instances, input_specs):
+def _parse_rows(instances, input_specs, signature_name):
     if not isinstance(instances, list) or not instances:
         raise RequestError("'instances' must be a non-empty list (one entry per example).")
     named = _is_named(instances[0])
@@ -137,16 +123,16 @@ def _parse_rows(instances, input_specs):
         if not _is_named(instance):
             raise RequestError(f"Element {index} of 'instances' is not an object "
                                f"{{input_name: value}} like element 0.")
-        _check_names(instance, input_specs, f"Element {index} of 'instances'")
+        check_input_names(instance, input_specs, signature_name, f"Element {index} of 'instances'")
         for name, value in instance.items():
             columns[name].append(value)
     return {name: decode_tensor(columns[name], input_specs[name], f"'instances' input '{name}'")
             for name in input_specs}
 
 
-def _parse_columns(inputs, input_specs):
+def _parse_columns(inputs, input_specs, signature_name):
     if _is_named(inputs):
-        _check_names(inputs, input_specs, "'inputs'")
+        check_input_names(inputs, input_specs, signature_name, "'inputs'")
         return {name: decode_tensor(inputs[name], spec, f"'inputs' input '{name}'")
                 for name, spec in input_specs.items()}
     if len(input_specs) != 1:

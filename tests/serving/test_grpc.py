@@ -54,11 +54,12 @@ def test_status_and_metadata(client):
     (dict(model="text_model", inputs={"text": ["a"]}, version=7), "NOT_FOUND",
      "Specific(text_model, 7)"),
     (dict(model="text_model", inputs={"txt": ["a"]}), "INVALID_ARGUMENT",
-     "Input 'txt' is not an input of signature 'serving_default'; its inputs are: text."),
+     "The request has input 'txt' that signature 'serving_default' does not take; its inputs "
+     "are: text."),
     (dict(model="text_model", inputs={"token_ids": [[1, -1]]}, signature_name="ids"),
      "INVALID_ARGUMENT", "token_ids must be >= 0"),
     (dict(model="text_model", inputs={"token_ids": [1, 2]}, signature_name="ids"),
-     "INVALID_ARGUMENT", "Input 'token_ids' has shape [2], but the signature expects [None, None]"),
+     "INVALID_ARGUMENT", "Input 'token_ids' has shape [2], but the signature expects [-1, -1]"),
 ])
 def test_errors_carry_status_code_and_server_message(client, kwargs, code, message):
     with pytest.raises(ServingError) as error:

@@ -48,8 +48,8 @@ def test_errors_carry_the_servers_message(rest_url):
     with pytest.raises(ServingError) as error:
         client.predict("text_model", instances=[{"txt": "a"}])
     assert error.value.status == 400
-    assert error.value.message == ("Element 0 of 'instances' has input 'txt' that the signature "
-                                   "does not take; its inputs are: text.")
+    assert error.value.message == ("Element 0 of 'instances' has input 'txt' that signature "
+                                   "'serving_default' does not take; its inputs are: text.")
     with pytest.raises(ServingError) as error:
         client.status("text_model", version=9)
     assert (error.value.status, error.value.message) == (

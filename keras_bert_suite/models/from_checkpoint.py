@@ -1,20 +1,23 @@
-"""Building models from presets; the preset registry itself is checkpoints/presets.py."""
+"""Builds a BertEncoder from a `checkpoints.Checkpoint`: what `from_preset` does once
+`checkpoints.resolve_checkpoint` has read the config and weights (the preset table and the
+format detection live in checkpoints/, which never imports models/)."""
 
 import logging
 
-from keras_bert_suite.checkpoints.presets import PRESETS, list_presets, resolve_checkpoint  # noqa: F401
+from keras_bert_suite.checkpoints.presets import resolve_checkpoint
 
 logger = logging.getLogger(__name__)
 
 
 def load_encoder(cls, preset, load_weights=True, **overrides):
+    """`cls.from_preset`: resolves `preset` (a built-in name or a path) and builds `cls`."""
     checkpoint = resolve_checkpoint(preset, load_weights=load_weights)
     return encoder_from_checkpoint(cls, checkpoint, preset, load_weights, **overrides)
 
 
 def encoder_from_checkpoint(cls, checkpoint, preset, load_weights=True, **overrides):
     """Builds `cls` from an already resolved checkpoint (models that also read head weights
-    resolve once and share it)."""
+    resolve once and share it); `overrides` replace config values."""
     encoder = cls(**{**checkpoint.config, **overrides})
     if checkpoint.weights is not None:
         encoder.load_weight_map(checkpoint.weights)

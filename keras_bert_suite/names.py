@@ -1,0 +1,16 @@
+"""The names that cross module boundaries (DESIGN.md, "One vocabulary of names"): the
+encoder's inputs and the serving signatures every export has.
+
+Plain constants, no imports: the exporter, the task models and the serving code (which must
+not import Keras) all read them from here.
+"""
+
+# The encoder's inputs, in the order the `encoder_inputs` signature takes them.
+ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+# The pretrainer's extra input: the positions its masked-LM head decodes.
+MASK_POSITIONS = "mask_positions"
+
+# TF Serving answers a request that names no signature with this one: raw text in.
+DEFAULT_SIGNATURE = "serving_default"
+# The model on packed ids (ENCODER_INPUTS), for clients that tokenize themselves.
+ENCODER_INPUTS_SIGNATURE = "encoder_inputs"
