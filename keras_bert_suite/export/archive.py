@@ -1,4 +1,10 @@
-"""Writes a task model + its preprocessor as a SavedModel, in a TensorFlow-backend process."""
+"""Writes a model's serving signatures as a SavedModel, in a TensorFlow-backend process.
+
+Generic: the model declares its signatures (`model.serving_signatures(**options)`, each a
+`ServingSignature`); this module adds the `encoder_inputs` signature every export has,
+traces each function once, saves, checks the ops, and writes warmup requests and metadata.
+A model without task signatures (a `BertEncoder`) is served as packed text -> its outputs.
+"""
 
 import json
 import os
@@ -7,51 +13,76 @@ import tempfile
 import keras
 import tensorflow as tf
 
-from keras_bert_suite.export import op_check, tasks, warmup
+from keras_bert_suite.export import op_check, warmup
+from keras_bert_suite.export.signature import (
+    ServingSignature, encoder_inputs_signature, text_outputs_signature)
+from keras_bert_suite.names import DEFAULT_SIGNATURE, ENCODER_INPUTS, ENCODER_INPUTS_SIGNATURE
 
 METADATA_FILE = os.path.join("assets.extra", "keras_bert_suite.json")
 
 
-def write_saved_model(model, directory, task, preprocessor, label_names, options, model_name,
-                      write_warmup=True):
-    """Builds the signatures of `task`, saves, checks the ops, writes warmup and metadata."""
+def model_signatures(model, options):
+    """{name: ServingSignature}: the model's own (serving_default first) + encoder_inputs."""
+    if hasattr(model, "serving_signatures"):
+        signatures = dict(model.serving_signatures(**options))
+    else:
+        if options:
+            raise ValueError(f"A {type(model).__name__} takes no export options; got "
+                             f"{sorted(options)}.")
+        signatures = {DEFAULT_SIGNATURE: text_outputs_signature(model, model.preprocessor)}
+    if DEFAULT_SIGNATURE not in signatures:
+        raise ValueError(f"{type(model).__name__}.serving_signatures() must include "
+                         f"'{DEFAULT_SIGNATURE}'.")
+    signatures[ENCODER_INPUTS_SIGNATURE] = encoder_inputs_signature(model)
+    return signatures
+
+
+def write_saved_model(model, directory, options, model_name, write_warmup=True):
+    """Builds `model`'s signatures, saves, checks the ops, writes warmup and metadata.
+    `model.preprocessor` (text -> inputs) is traced into the raw-text signatures."""
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError("write_saved_model runs under KERAS_BACKEND=tensorflow; "
                            "use export_saved_model, which re-exports other backends' models.")
-    context = tasks.TaskContext(model, preprocessor, label_names, dict(options))
-    signatures = tasks.build_signatures(task, context)
+    signatures = model_signatures(model, options)
     # Each function is traced exactly once, here. (keras.export.ExportArchive traces every
     # endpoint twice, once to find its variables and again inside tf.saved_model.save, whose
     # save context is part of tf.function's cache key: that doubled the cost of an export.)
-    functions = {
-        "serving_default": _trace(signatures.serving_default,
-                                  signatures.serving_input_signature),
-        "encoder_inputs": _trace(signatures.encoder_inputs, signatures.encoder_input_signature),
-    }
+    functions = {name: _trace(signature) for name, signature in signatures.items()}
     root = tf.Module()
     # The variables the functions read (the model's weights), nothing else of the Keras
     # objects: a serving host needs no Python object graph, only the signatures.
     root.weights = _unique(v for f in functions.values() for v in f.variables)
+    label_names = getattr(model, "label_names", None)
     with tempfile.TemporaryDirectory() as staging:
         # Assets hanging off the root are copied into assets/ (and listed as asset files).
         root.asset_files = [tf.saved_model.Asset(path)
-                            for path in _asset_files(staging, preprocessor, label_names)]
+                            for path in _asset_files(staging, model.preprocessor, label_names)]
         tf.saved_model.save(root, directory, signatures=functions)
     op_check.check_servable_ops(directory)  # before the version becomes visible
-    if write_warmup:
-        warmup.write_warmup_requests(directory, model_name, signatures.warmup_inputs)
-    metadata = {"task": task, "options": options, "label_names": label_names,
+    default = signatures[DEFAULT_SIGNATURE]
+    if write_warmup and default.warmup_inputs:
+        warmup.write_warmup_requests(directory, model_name, default.warmup_inputs)
+    _write_metadata(directory, model, options, label_names, signatures)
+
+
+def _write_metadata(directory, model, options, label_names, signatures):
+    preprocessor = model.preprocessor
+    metadata = {"task": getattr(model, "task_name", type(model).__name__),
+                "model_class": type(model).__name__, "options": options,
+                "label_names": label_names,
+                "preprocessor": type(preprocessor).__name__,
                 "sequence_length": preprocessor.sequence_length,
                 "lowercase": preprocessor.tokenizer.lowercase,
-                "signatures": {"serving_default": _arg_names(signatures.serving_default),
-                               "encoder_inputs": ["token_ids", "segment_ids", "padding_mask"]}}
+                "signatures": {name: signature.input_names
+                               for name, signature in signatures.items()}}
+    metadata["signatures"][ENCODER_INPUTS_SIGNATURE] = list(ENCODER_INPUTS)
     os.makedirs(os.path.join(directory, "assets.extra"), exist_ok=True)
     with open(os.path.join(directory, METADATA_FILE), "w") as f:
         json.dump(metadata, f, indent=2)
 
 
-def _trace(function, input_signature):
-    return tf.function(function, input_signature=input_signature,
+def _trace(signature: ServingSignature):
+    return tf.function(signature.function, input_signature=signature.input_signature,
                        autograph=False).get_concrete_function()
 
 
@@ -72,7 +103,3 @@ def _asset_files(staging, preprocessor, label_names):
         with open(paths[1], "w", encoding="utf-8") as f:
             f.writelines(name + "\n" for name in label_names)
     return paths
-
-
-def _arg_names(function):
-    return list(function.__code__.co_varnames[:function.__code__.co_argcount])

@@ -12,19 +12,14 @@ import sys
 import tempfile
 
 
-def reexport_in_tensorflow(model, directory, task, preprocessor, label_names, options,
-                           model_name, write_warmup=True):
-    """Saves `model` (.keras) and `preprocessor` (config JSON), then writes the SavedModel to
-    `directory` from a TensorFlow-backend Python process."""
-    import keras
-
+def reexport_in_tensorflow(model, directory, options, model_name, write_warmup=True):
+    """Saves `model` (.keras, its preprocessor and label names inside), then writes the
+    SavedModel to `directory` from a TensorFlow-backend Python process."""
     with tempfile.TemporaryDirectory() as work:
         model_path = os.path.join(work, "model.keras")
         model.save(model_path)
-        spec = {"model": model_path, "directory": directory, "task": task,
-                "preprocessor": keras.saving.serialize_keras_object(preprocessor),
-                "label_names": label_names, "options": options, "model_name": model_name,
-                "write_warmup": write_warmup}
+        spec = {"model": model_path, "directory": directory, "options": options,
+                "model_name": model_name, "write_warmup": write_warmup}
         spec_path = os.path.join(work, "spec.json")
         with open(spec_path, "w") as f:
             json.dump(spec, f)
@@ -39,16 +34,14 @@ def reexport_in_tensorflow(model, directory, task, preprocessor, label_names, op
 def main(spec_path):
     import keras
 
-    import keras_bert_suite  # noqa: F401  registers the serializable classes
-    import keras_bert_suite.models  # noqa: F401
+    import keras_bert_suite.text  # noqa: F401  registers the serializable text classes
+    import keras_bert_suite.models  # noqa: F401  registers the encoder and task classes
     from keras_bert_suite.export.archive import write_saved_model
 
     with open(spec_path) as f:
         spec = json.load(f)
     model = keras.saving.load_model(spec["model"], compile=False)
-    preprocessor = keras.saving.deserialize_keras_object(spec["preprocessor"])
-    write_saved_model(model, spec["directory"], spec["task"], preprocessor,
-                      spec["label_names"], spec["options"], spec["model_name"],
+    write_saved_model(model, spec["directory"], spec["options"], spec["model_name"],
                       spec["write_warmup"])
 
 

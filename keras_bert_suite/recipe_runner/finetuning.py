@@ -12,7 +12,7 @@ then linear decay to 0), `fit`, evaluation. The output directory gets:
 
     metrics.json     the task's metrics on the evaluation split (and the training time)
     predictions.*    what the task predicts for every evaluation example (see the task module)
-    model.keras      the fine-tuned task model (with its preprocessor where it has one)
+    model.keras      the fine-tuned task model with its preprocessor (`kbs export` takes it)
     recipe.json      the resolved recipe; logs/ TensorBoard logs
 """
 
@@ -22,7 +22,7 @@ import time
 
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
 from keras_bert_suite.recipe_runner.task_data import task_module
-from keras_bert_suite.training.distribution import DISTRIBUTION_DEFAULTS
+from keras_bert_suite.distribution import DISTRIBUTION_DEFAULTS
 
 DEFAULTS = {
     "description": "",
@@ -53,10 +53,10 @@ DEFAULTS = {
         "held_out": 2000,
         "max_train_examples": None,  # keep the first N training examples (quick runs)
         "max_eval_examples": None,
-        "max_seq_length": 128,
+        "sequence_length": 128,
         # SQuAD
         "doc_stride": 128,
-        "max_query_length": 64,
+        "max_question_length": 64,
         "version_2_with_negative": False,
         "seed": 0,
     },
@@ -101,8 +101,8 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     """Fine-tunes and evaluates as the recipe says; returns {"metrics", "model_path", ...}."""
     import keras
 
-    from keras_bert_suite.recipe_runner.distributed import start_distribution
-    from keras_bert_suite.text import BertPreprocessor
+    from keras_bert_suite.distribution import start_distribution
+    from keras_bert_suite.text import BertTokenizer
     from keras_bert_suite.training import set_mixed_precision, training_callbacks
 
     distribution, batch_size, precision = start_distribution(recipe, log)
@@ -116,8 +116,9 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
         write_json(os.path.join(output_dir, "recipe.json"), recipe)
     keras.utils.set_random_seed(training["seed"])
 
-    preprocessor = BertPreprocessor.from_preset(model_config["preset"],
-                                                sequence_length=data["max_seq_length"])
+    # The task's preprocessor serves training, evaluation, predict and export alike.
+    tokenizer = BertTokenizer.from_preset(model_config["preset"])
+    preprocessor = task.model_preprocessor(recipe, tokenizer)
     task_data = task.prepare(recipe, preprocessor, log)
     total_steps, epochs, steps_per_epoch = training_steps(training, task_data.num_train_examples)
     log(f"{task_data.num_train_examples} training examples -> {total_steps} updates "
@@ -164,12 +165,12 @@ def _compiled_model(task, recipe, preprocessor, task_data, total_steps, steps_pe
     model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
     model = task.MODEL.from_preset(
         model_config["preset"], load_weights=model_config["load_weights"],
-        preprocessor=task.model_preprocessor(preprocessor),
+        preprocessor=preprocessor,
         encoder_overrides=model_config["encoder_overrides"],
         **task_data.model_arguments, **task.head_arguments(model_config))
-    if model.encoder.max_sequence_length < data["max_seq_length"]:
+    if model.encoder.max_sequence_length < data["sequence_length"]:
         raise RecipeError(
-            f"data.max_seq_length={data['max_seq_length']} exceeds the model's "
+            f"data.sequence_length={data['sequence_length']} exceeds the model's "
             f"max_sequence_length={model.encoder.max_sequence_length}.")
     optimizer = create_optimizer(
         "adamw", learning_rate=training["learning_rate"], num_train_steps=total_steps,

@@ -32,6 +32,13 @@ class Schema:
 
     defaults: dict
     free_form: frozenset = frozenset()
+    renamed: dict = dataclasses.field(default_factory=lambda: dict(RENAMED_KEYS))
+
+
+# Keys older recipes used -> their one name now (a length the data emits is
+# `sequence_length`; `max_sequence_length` is the encoder's position table).
+RENAMED_KEYS = {"data.max_seq_length": "data.sequence_length",
+                "data.max_query_length": "data.max_question_length"}
 
 
 def resolve_recipe_path(name_or_path):
@@ -91,6 +98,9 @@ def parse_override(text):
 
 def set_key(schema, recipe, key, value, source):
     """Sets dotted `key` in `recipe`; RecipeError for a key the schema lacks or a wrong type."""
+    if key in schema.renamed:
+        raise RecipeError(f"{source}: recipe key '{key}' is now '{schema.renamed[key]}'; "
+                          "rename it.")
     parts = key.split(".")
     node, default_node, path = recipe, schema.defaults, []
     for part in parts[:-1]:

@@ -3,7 +3,8 @@
 
 Each module has `MODEL` (the task model class) and
     prepare(recipe, preprocessor, log) -> TaskData
-    model_preprocessor(preprocessor) -> what the model keeps for raw-text predict/export
+    model_preprocessor(recipe, tokenizer) -> the task's preprocessor: the one text path that
+        training data, evaluation, the model's raw-text predict and export all use
     head_arguments(model_config) -> extra task-model arguments (e.g. dropout)
     evaluate(model, task_data, recipe, output_dir) -> metrics dict (and prediction files)
 """

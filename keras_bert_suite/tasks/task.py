@@ -1,14 +1,22 @@
-"""BertTask: what the five task models share.
+"""BertTask: what the five task models share (KerasHub's Task lifecycle).
 
+* built with `encoder=` (or KerasHub's `backbone=`) and an optional task preprocessor, and
+  compiled on construction with the task's defaults (`compile()` again to override);
 * inputs: the encoder's dict {"token_ids", "segment_ids", "padding_mask"}, int32 [B, T]
   ([B, C, T] for multiple choice), checked with errors that say what to pass instead;
 * raw text in `fit` / `evaluate` / `predict` when a preprocessor is set (mapped in tf.data,
-  as KerasHub's Task does);
-* `compile()` defaults per task (optimizer: BERT's AdamW at a constant 5e-5);
-* `get_config` / `from_config` / `.keras` round trip and `from_preset`.
+  as KerasHub's Task does); tasks whose rows are windows (span labeler, token classifier)
+  return their postprocessed answers from `predict` on raw text;
+* `serving_signatures()`: what export traces into the SavedModel (raw text in);
+* `get_config` / `from_config` / `.keras` round trip; `from_preset` and `save_to_preset`.
 """
 
+import json
+import logging
+import os
+
 import keras
+import numpy as np
 
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.models.encoder import BertEncoder
@@ -22,6 +30,23 @@ ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 # is unknown at compile time, so the default rate is constant; for BERT's warm-up + linear
 # decay pass `create_optimizer(learning_rate=..., num_train_steps=..., num_warmup_steps=...)`.
 DEFAULT_LEARNING_RATE = 5e-5
+# Beside an encoder preset's files, a task preset keeps the whole task (head + preprocessor).
+TASK_CONFIG_FILE = "task.json"
+TASK_WEIGHTS_FILE = "task.weights.h5"
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_encoder(encoder, backbone):
+    """`encoder=` or KerasHub's `backbone=` (one of them), checked."""
+    if encoder is not None and backbone is not None and encoder is not backbone:
+        raise ValueError("Pass the encoder once: encoder= or backbone= (KerasHub's name), "
+                         "not both.")
+    encoder = encoder if encoder is not None else backbone
+    if not isinstance(encoder, BertEncoder):
+        raise ValueError(f"encoder (or backbone) must be a BertEncoder, got "
+                         f"{type(encoder).__name__}.")
+    return encoder
 
 
 def encoder_inputs(shape=(None,)):
@@ -59,9 +84,12 @@ class BertTask(BertModelBase, keras.Model):
     input_rank = 2
     input_legend = "[batch, sequence_length]"
 
+    # The preprocessor `from_preset` builds, and its default sequence length.
+    preprocessor_class = BertPreprocessor
+    default_sequence_length = 128
+
     def __init__(self, inputs, outputs, encoder, preprocessor=None, **kwargs):
-        if not isinstance(encoder, BertEncoder):
-            raise ValueError(f"encoder must be a BertEncoder, got {type(encoder).__name__}.")
+        encoder = resolve_encoder(encoder, None)
         # The encoder's layers carry its dtype policy (a functional model's own is float32).
         super().__init__(inputs=inputs, outputs=outputs,
                          dtype=encoder.token_embedding.dtype_policy, **kwargs)
@@ -70,6 +98,11 @@ class BertTask(BertModelBase, keras.Model):
         self.output_names = sorted(outputs) if isinstance(outputs, dict) else ["logits"]
         self.encoder = encoder
         self.preprocessor = preprocessor
+
+    @property
+    def backbone(self):
+        """The encoder, under KerasHub's name."""
+        return self.encoder
 
     # === Inputs ===
 
@@ -158,6 +191,43 @@ class BertTask(BertModelBase, keras.Model):
             x, batch_size = pipeline, None
         return super().predict(x, batch_size=batch_size, **kwargs)
 
+    def _predict_text(self, text_path, columns, batch_size=None, verbose="auto",
+                      chunk_size=256, **options):
+        """Runs a task's text path (`text_path(preprocessor, run_model, *columns, **options)`,
+        the function its export serves) over raw-text `columns` in chunks of examples; returns
+        {output: numpy [N, ...]}, strings decoded to str."""
+        if self.preprocessor is None:
+            raise ValueError(f"{type(self).__name__} got raw text but has no preprocessor; "
+                             "build it with one (from_preset does) or pass encoder inputs.")
+        columns = [task_inputs.as_string_array(column) for column in columns]
+        count = len(columns[0])
+        if any(len(column) != count for column in columns):
+            raise ValueError(f"{type(self).__name__}.predict: the text inputs have different "
+                             f"lengths {[len(c) for c in columns]}; give one row per example.")
+
+        def run_model(inputs):
+            inputs = {name: np.asarray(value) for name, value in inputs.items()}
+            outputs = keras.Model.predict(self, inputs, batch_size=batch_size or 32, verbose=0)
+            # named as the serving functions see them (graph_model_call)
+            return outputs if isinstance(outputs, dict) else {"logits": outputs}
+
+        show = verbose == 1 or (verbose == "auto" and count > chunk_size)
+        progress = keras.utils.Progbar(count, verbose=1) if show else None
+        parts = []
+        for begin in range(0, max(count, 1), chunk_size):
+            chunk = [column[begin:begin + chunk_size] for column in columns]
+            outputs = text_path(self.preprocessor, run_model, *chunk, **options)
+            parts.append({name: np.asarray(value) for name, value in outputs.items()})
+            if progress is not None:
+                progress.add(len(chunk[0]))
+        return {name: task_inputs.decode_strings(_concatenate_rows([p[name] for p in parts]))
+                for name in parts[0]}
+
+    def serving_signatures(self, **options):
+        """{signature name: export.signature.ServingSignature} with "serving_default" (raw
+        text in) first; `options` are the task's answer options. Each task defines it."""
+        raise NotImplementedError(f"{type(self).__name__} declares no serving signatures.")
+
     # === Training set-up ===
 
     def default_loss(self):
@@ -191,21 +261,87 @@ class BertTask(BertModelBase, keras.Model):
     preset_encoder_overrides = {}
 
     @classmethod
-    def from_preset(cls, preset, load_weights=True, sequence_length=128, preprocessor="auto",
+    def from_preset(cls, preset, load_weights=True, sequence_length=None, preprocessor="auto",
                     encoder_overrides=None, **task_arguments):
-        """The encoder (and its weights) from `preset`, a fresh head, and a preprocessor.
+        """The task from `preset`, as KerasHub's `Task.from_preset`.
 
-        `preset` is anything `BertEncoder.from_preset` takes. `preprocessor="auto"` builds a
-        `BertPreprocessor` from the preset's vocabulary with `sequence_length`; pass None for
-        none. `encoder_overrides` go to the encoder (e.g. `{"dropout": 0.0}`);
-        `task_arguments` to the task (e.g. `num_classes=2`).
+        `preset` is anything `BertEncoder.from_preset` takes. A directory written by this
+        class's `save_to_preset` comes back whole (fine-tuned head, preprocessor, label
+        names) unless `task_arguments` are given; otherwise the encoder (and its weights)
+        comes from `preset` and the head is new. `preprocessor="auto"` builds the task's
+        preprocessor from the preset's vocabulary with `sequence_length` (the task's default
+        when None); pass None for none. `encoder_overrides` go to the encoder (e.g.
+        `{"dropout": 0.0}`), `task_arguments` to the task (e.g. `num_classes=2`).
         """
+        saved = _saved_task(preset, cls)
+        if saved is not None and not task_arguments and not encoder_overrides:
+            return _load_saved_task(preset, saved, load_weights, sequence_length, preprocessor)
+        if saved is not None:
+            logger.info("%s holds a saved %s; building a new head because task arguments "
+                        "were given.", preset, saved["class_name"])
         overrides = {**cls.preset_encoder_overrides, **(encoder_overrides or {})}
         encoder = BertEncoder.from_preset(preset, load_weights=load_weights, **overrides)
         if _is_auto(preprocessor):
-            preprocessor = BertPreprocessor.from_preset(preset, sequence_length=sequence_length)
+            preprocessor = cls.preprocessor_class.from_preset(
+                preset, sequence_length=sequence_length or cls.default_sequence_length)
         return cls(encoder, preprocessor=preprocessor, **task_arguments)
 
+    def save_to_preset(self, directory):
+        """Writes a preset directory: the encoder preset (config.json, model.weights.npz,
+        vocab.txt: `BertEncoder.from_preset` and other tasks read it) plus task.json (this
+        task's config, head and preprocessor included) and task.weights.h5, so
+        `type(self).from_preset(directory)` returns this task as it is now."""
+        tokenizer = getattr(self.preprocessor, "tokenizer", None)
+        self.encoder.save_preset(
+            directory, vocabulary=tokenizer,
+            lowercase=tokenizer.lowercase if tokenizer is not None else True)
+        with open(os.path.join(directory, TASK_CONFIG_FILE), "w") as f:
+            json.dump(keras.saving.serialize_keras_object(self), f)
+        self.save_weights(os.path.join(directory, TASK_WEIGHTS_FILE))
+        return directory
+
+
+def _concatenate_rows(arrays):
+    """Concatenates chunks of rows; [rows, width, ...] chunks of different widths are padded
+    (with b"" or 0) to the widest first."""
+    if arrays[0].ndim < 2:
+        return np.concatenate(arrays)
+    width = max(array.shape[1] for array in arrays)
+    padded = []
+    for array in arrays:
+        full = np.full((array.shape[0], width) + array.shape[2:],
+                       b"" if array.dtype == object else 0, dtype=array.dtype)
+        full[:, :array.shape[1]] = array
+        padded.append(full)
+    return np.concatenate(padded)
+
+
+def _saved_task(preset, cls):
+    """The task.json of a preset directory saved from `cls` (or a subclass), else None."""
+    path = os.path.join(os.fspath(preset), TASK_CONFIG_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        saved = json.load(f)
+    saved_class = keras.saving.get_registered_object(saved.get("registered_name", ""))
+    if saved_class is None or not issubclass(saved_class, cls):
+        return None
+    return saved
+
+
+def _load_saved_task(preset, saved, load_weights, sequence_length, preprocessor):
+    task = keras.saving.deserialize_keras_object(saved)
+    if load_weights:
+        task.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
+    if preprocessor is None:
+        task.preprocessor = None
+    elif not _is_auto(preprocessor):
+        task.preprocessor = preprocessor
+    elif sequence_length is not None and task.preprocessor is not None:
+        config = task.preprocessor.get_config()
+        config["sequence_length"] = sequence_length
+        task.preprocessor = type(task.preprocessor).from_config(config)
+    return task
 
 
 def freeze_unused_pooler(encoder):

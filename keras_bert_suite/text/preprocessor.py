@@ -8,6 +8,7 @@ from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
 from keras_bert_suite.text.tokenizer import BertTokenizer
+from keras_bert_suite.text.utf8 import sanitize_utf8
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -49,6 +50,14 @@ class BertPreprocessor(PreprocessingLayer):
         ids = tuple(self.tokenizer(to_string_tensor(s, "x")) for s in segments)
         packed = self.packer(ids)
         return to_numpy_if_eager(keras.utils.pack_x_y_sample_weight(packed, y, sample_weight))
+
+    @tf.autograph.experimental.do_not_convert
+    def pack_with_truncation(self, *texts):
+        """[B] strings (one segment or two) -> (packed inputs, [B] bool `truncated`: the row
+        could not hold every token). What the exported raw-text signatures report."""
+        ids = tuple(self.tokenizer(sanitize_utf8(to_string_tensor(t, "text"))) for t in texts)
+        needed = sum(tf.cast(s.row_lengths(), tf.int32) for s in ids) + len(ids) + 1
+        return self.packer(ids), needed > self.sequence_length
 
     def get_config(self):
         config = super().get_config()

@@ -39,6 +39,7 @@ def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shu
                              "batch_size: the dataset yields batches of (text, label).")
         return x.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
     data = _pack(x, y, sample_weight)
+    ragged = any(isinstance(t, tf.RaggedTensor) for t in tf.nest.flatten(data))
     try:
         dataset = tf.data.Dataset.from_tensor_slices(data)
     except (ValueError, TypeError) as error:
@@ -48,13 +49,17 @@ def text_dataset(preprocess, x, y=None, sample_weight=None, batch_size=None, shu
     if shuffle:
         count = int(dataset.cardinality())
         dataset = dataset.shuffle(max(count, 1), reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size or 32)
+    # rows of different lengths (words per sentence) batch as ragged tensors
+    dataset = dataset.ragged_batch(batch_size or 32) if ragged else dataset.batch(
+        batch_size or 32)
     return dataset.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
         tf.data.AUTOTUNE)
 
 
 def _pack(x, y, sample_weight):
-    """Like keras.utils.pack_x_y_sample_weight, but a list of strings stays one input."""
+    """Like keras.utils.pack_x_y_sample_weight, but a list of strings stays one input and
+    lists of lists (words per sentence, labels per word) become ragged tensors."""
+    x, y = _ragged_if_nested(x), _ragged_if_nested(y)
     if isinstance(x, list):
         x = np.asarray(x, dtype=object)
     if y is None:
@@ -62,18 +67,37 @@ def _pack(x, y, sample_weight):
     return (x, y) if sample_weight is None else (x, y, sample_weight)
 
 
-def pack_choices(preprocessor, x, num_choices):
-    """(contexts [B], endings [B, C]) strings -> encoder inputs [B, C, T] (SWAG style).
+def as_string_array(column):
+    """A column of raw text (list, numpy array or tf.string tensor) -> numpy object array."""
+    if isinstance(column, (tf.Tensor, tf.RaggedTensor)):
+        column = column.numpy() if isinstance(column, tf.Tensor) else column.to_list()
+    if isinstance(column, (str, bytes)):
+        raise ValueError("Pass a list of texts (one per example), not a single string.")
+    return np.asarray(column, dtype=object)
 
-    Each ending is packed as `[CLS] context [SEP] ending [SEP]`.
-    """
-    if not isinstance(x, (tuple, list)) or len(x) != 2:
-        raise ValueError("Multiple-choice text input is a pair (contexts [B], endings [B, C]): "
-                         "one context per example and num_choices endings for it.")
-    contexts, endings = (tf.convert_to_tensor(part) for part in x)
-    if endings.shape.rank != 2 or endings.shape[1] not in (None, num_choices):
-        raise ValueError(f"endings must be [B, {num_choices}] strings, got shape "
-                         f"{endings.shape}.")
-    packed = preprocessor((tf.repeat(contexts, num_choices), tf.reshape(endings, [-1])))
-    return {name: tf.reshape(value, [-1, num_choices, preprocessor.sequence_length])
-            for name, value in packed.items()}
+
+def decode_strings(array):
+    """bytes elements (what TF string ops return) -> str, other arrays unchanged."""
+    if array.dtype != object or not array.size:
+        return array
+    flat = [value.decode("utf-8") if isinstance(value, bytes) else value
+            for value in array.reshape(-1)]
+    return np.asarray(flat, dtype=object).reshape(array.shape)
+
+
+def _ragged_if_nested(value):
+    if isinstance(value, list) and value and all(isinstance(row, (list, tuple))
+                                                 for row in value):
+        return tf.ragged.constant([list(row) for row in value], ragged_rank=1)
+    return value
+
+
+def rows_in_chunks(make_rows, examples, chunk_size=256):
+    """Calls `make_rows(chunk of examples)` -> a structure of numpy arrays (one row per model
+    row: a window, a chunk) and concatenates the results: how a task materialises its
+    preprocessor's rows once, so an epoch has a known number of steps."""
+    examples = list(examples)
+    if not examples:
+        raise ValueError("No examples to preprocess.")
+    parts = [make_rows(examples[i:i + chunk_size]) for i in range(0, len(examples), chunk_size)]
+    return tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *parts)

@@ -3,7 +3,8 @@
 import keras
 
 from keras_bert_suite.tasks.task import (
-    BertTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs)
+    BertTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
+    resolve_encoder)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -19,7 +20,7 @@ class BertClassifier(BertTask):
     a pair `(a_list, b_list)`, or a `tf.data.Dataset` of `(text, label)` batches.
 
     Args:
-        encoder: a `BertEncoder`.
+        encoder (or backbone): a `BertEncoder`.
         num_classes: number of classes (1 = regression).
         preprocessor: optional `BertPreprocessor` (text -> encoder inputs).
         dropout: dropout rate before the classification layer (BERT used 0.1).
@@ -28,13 +29,15 @@ class BertClassifier(BertTask):
     Example:
     >>> classifier = BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2,
     ...                                          sequence_length=64)
-    >>> classifier.compile()
     >>> classifier.fit(["a gripping drama", "a dull mess"], [1, 0], epochs=1)
     >>> classifier.predict(["what a film"])  # logits [1, 2]
     """
 
-    def __init__(self, encoder, num_classes, preprocessor=None, dropout=0.1, label_names=None,
-                 **kwargs):
+    task_name = "classifier"
+
+    def __init__(self, encoder=None, num_classes=None, preprocessor=None, dropout=0.1,
+                 label_names=None, backbone=None, **kwargs):
+        encoder = resolve_encoder(encoder, backbone)
         check_num_classes(num_classes)
         label_names = check_label_names(label_names, num_classes)
         dropout_layer, head = dropout_and_dense(encoder, num_classes, dropout)
@@ -50,6 +53,12 @@ class BertClassifier(BertTask):
         self.label_names = label_names
         self.classifier_dropout = dropout_layer
         self.classifier_head = head
+        self.compile()
+
+    def serving_signatures(self, pair=False):
+        from keras_bert_suite.tasks.classifier.serving import serving_signatures
+
+        return serving_signatures(self, pair=pair)
 
     def default_loss(self):
         if self.num_classes == 1:

@@ -17,8 +17,10 @@ from keras_bert_suite.recipe_runner.task_data import TaskData
 MODEL = BertClassifier
 
 
-def model_preprocessor(preprocessor):
-    return preprocessor  # the classifier keeps it: raw-text predict and export
+def model_preprocessor(recipe, tokenizer):
+    from keras_bert_suite.text import BertPreprocessor
+
+    return BertPreprocessor(tokenizer, sequence_length=recipe["data"]["sequence_length"])
 
 
 def head_arguments(model_config):

@@ -4,7 +4,8 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.scalar_mix import ScalarMix
-from keras_bert_suite.tasks.task import BertTask, encoder_inputs, freeze_unused_pooler
+from keras_bert_suite.tasks.task import (
+    BertTask, encoder_inputs, freeze_unused_pooler, resolve_encoder)
 
 # The feature-based rows of the BERT paper's CoNLL-2003 table (section 5.3), plus ELMo's mix.
 # "all" and "last four" count transformer layers, not the embedding output.
@@ -55,7 +56,7 @@ class BertFeatureExtractor(BertTask):
     encoder (`encoder.trainable = False`) for the paper's feature-based setting.
 
     Args:
-        encoder: a `BertEncoder`.
+        encoder (or backbone): a `BertEncoder`.
         layers: one of `LAYER_CHOICES`. (Stored as `feature_layers`: Keras models already
             have a `layers` attribute.)
         pooling: "cls" or "mean".
@@ -70,8 +71,11 @@ class BertFeatureExtractor(BertTask):
 
     preset_encoder_overrides = {"return_hidden_states": True}
 
-    def __init__(self, encoder, layers="last_hidden", pooling="cls", normalize=False,
-                 preprocessor=None, **kwargs):
+    task_name = "feature_extractor"
+
+    def __init__(self, encoder=None, layers="last_hidden", pooling="cls", normalize=False,
+                 preprocessor=None, backbone=None, **kwargs):
+        encoder = resolve_encoder(encoder, backbone)
         if layers not in LAYER_CHOICES:
             raise ValueError(f"Unknown layers {layers!r}; choose one of {list(LAYER_CHOICES)}.")
         if pooling not in POOLING_CHOICES:
@@ -106,6 +110,12 @@ class BertFeatureExtractor(BertTask):
         self.pooling = pooling
         self.normalize = normalize
         self.scalar_mix = scalar_mix
+        self.compile()
+
+    def serving_signatures(self):
+        from keras_bert_suite.tasks.feature_extractor.serving import serving_signatures
+
+        return serving_signatures(self)
 
     def get_config(self):
         config = super().get_config()

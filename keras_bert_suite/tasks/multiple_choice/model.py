@@ -4,9 +4,10 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.choice_folding import FoldChoices
+from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
 from keras_bert_suite.tasks.task import (
-    ENCODER_INPUTS, BertTask, check_num_classes, dropout_and_dense, encoder_inputs)
-from keras_bert_suite.text import task_inputs
+    ENCODER_INPUTS, BertTask, check_num_classes, dropout_and_dense, encoder_inputs,
+    resolve_encoder)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -17,24 +18,29 @@ class BertMultipleChoice(BertTask):
     to [B·C, T] for the encoder, each pooled output gets one score (Dense(1)), and the
     scores are unfolded to [B, C] (BERT's SWAG set-up). Labels [B]: the right choice's index.
 
-    With a preprocessor, text inputs are a pair `(contexts [B], choices [B, C])` of strings.
+    With a `MultipleChoicePreprocessor` (what `from_preset` builds), text inputs are a pair
+    `(contexts [B], choices [B, C])` of strings, packed by the same preprocessor the exported
+    `serving_default` runs.
 
     Args:
-        encoder: a `BertEncoder`.
+        encoder (or backbone): a `BertEncoder`.
         num_choices: C, the number of candidates per example (>= 2).
-        preprocessor: optional `BertPreprocessor`.
+        preprocessor: optional `MultipleChoicePreprocessor`.
         dropout: dropout rate before the scoring layer.
 
     Example:
     >>> chooser = BertMultipleChoice.from_preset("minilm_l6_h384_uncased", num_choices=4)
-    >>> chooser.compile()
     >>> chooser.fit((contexts, endings), labels)  # endings [B, 4] strings, labels [B]
     """
 
+    task_name = "multiple_choice"
+    preprocessor_class = MultipleChoicePreprocessor
     input_rank = 3
     input_legend = "[batch, num_choices, sequence_length]"
 
-    def __init__(self, encoder, num_choices, preprocessor=None, dropout=0.1, **kwargs):
+    def __init__(self, encoder=None, num_choices=None, preprocessor=None, dropout=0.1,
+                 backbone=None, **kwargs):
+        encoder = resolve_encoder(encoder, backbone)
         check_num_classes(num_choices, minimum=2, what="num_choices")
         fold = FoldChoices(name="fold_choices")
         dropout_layer, head = dropout_and_dense(encoder, 1, dropout, name="choice_score")
@@ -52,6 +58,7 @@ class BertMultipleChoice(BertTask):
         self.fold_choices = fold
         self.classifier_dropout = dropout_layer
         self.choice_head = head
+        self.compile()
 
     def _check_inputs(self, inputs):
         super()._check_inputs(inputs)
@@ -62,9 +69,10 @@ class BertMultipleChoice(BertTask):
                                  f"'{name}' has {choices} choices (shape "
                                  f"{tuple(inputs[name].shape)}).")
 
-    def preprocess_samples(self, x, y=None, sample_weight=None):
-        packed = task_inputs.pack_choices(self.preprocessor, x, self.num_choices)
-        return keras.utils.pack_x_y_sample_weight(packed, y, sample_weight)
+    def serving_signatures(self):
+        from keras_bert_suite.tasks.multiple_choice.serving import serving_signatures
+
+        return serving_signatures(self)
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

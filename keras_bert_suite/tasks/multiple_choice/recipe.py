@@ -15,8 +15,10 @@ from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
 MODEL = BertMultipleChoice
 
 
-def model_preprocessor(preprocessor):
-    return None  # choices are packed by data/multiple_choice.py
+def model_preprocessor(recipe, tokenizer):
+    from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
+
+    return MultipleChoicePreprocessor(tokenizer, recipe["data"]["sequence_length"])
 
 
 def head_arguments(model_config):
@@ -39,23 +41,20 @@ def prepare(recipe, preprocessor, log):
     train = _head(read_swag(train_file, require_labels=True), data["max_train_examples"])
     evaluation = _head(read_swag(eval_file, require_labels=True), data["max_eval_examples"])
     log(f"multiple choice: {len(train)} train / {len(evaluation)} eval examples")
-    dataset = make_multiple_choice_dataset(
-        train, preprocessor.tokenizer, data["max_seq_length"], training["batch_size"],
-        shuffle=True, seed=data["seed"])
+    dataset = make_multiple_choice_dataset(train, preprocessor, training["batch_size"],
+                                           shuffle=True, seed=data["seed"])
     num_choices = len(train.choices[0])
-    return TaskData(dataset, len(train), {"num_choices": num_choices},
-                    (evaluation, preprocessor.tokenizer))
+    return TaskData(dataset, len(train), {"num_choices": num_choices}, evaluation)
 
 
 def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.tasks.multiple_choice.swag import make_multiple_choice_dataset
     from keras_bert_suite.tasks.classifier.metrics import accuracy
 
-    examples, tokenizer = task_data.evaluation
-    x = make_multiple_choice_dataset(
-        examples, tokenizer, recipe["data"]["max_seq_length"],
-        recipe["evaluation"]["batch_size"]).map(lambda x, y: x)
-    logits = np.asarray(model.predict(x, verbose=0), np.float64)
+    examples = task_data.evaluation
+    # raw text through the model's preprocessor: what the exported model serves
+    logits = np.asarray(model.predict((examples.contexts, examples.choices),
+                                      batch_size=recipe["evaluation"]["batch_size"], verbose=0),
+                        np.float64)
     probabilities = np.exp(logits - logits.max(-1, keepdims=True))
     probabilities /= probabilities.sum(-1, keepdims=True)
     with open(os.path.join(output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:

@@ -1,4 +1,4 @@
-"""SWAG-format multiple choice: read the CSV files, pack every (context, choice) pair.
+"""SWAG-format multiple choice: read the CSV files into examples for the task's preprocessor.
 
 The official SWAG files (rowanz/swagaf data/{train,val,test}.csv) have the columns
 `video-id, fold-ind, startphrase, sent1, sent2, gold-source, ending0..ending3, label` (plus a
@@ -8,9 +8,10 @@ ending_i`; the model scores the 4 packed pairs and a softmax picks one.
 
 Example:
 >>> swag = read_swag("val.csv")
->>> tokenizer = BertTokenizer.from_preset("minilm_l6_h384_uncased")
->>> inputs = pack_multiple_choice(swag.contexts, swag.choices, tokenizer, sequence_length=64)
->>> inputs["token_ids"].shape  # [N, 4, 64]
+>>> preprocessor = MultipleChoicePreprocessor.from_preset("minilm_l6_h384_uncased",
+...                                                       sequence_length=64)
+>>> dataset = make_multiple_choice_dataset(swag, preprocessor, batch_size=32)
+>>> next(iter(dataset))[0]["token_ids"].shape  # [32, 4, 64]
 """
 
 import dataclasses
@@ -20,9 +21,6 @@ import tensorflow as tf
 
 from keras_bert_suite.data.table_rows import file_error
 from keras_bert_suite.data.table_rows import read_rows
-from keras_bert_suite.text.packer import SegmentPacker
-from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
-from keras_bert_suite.text.preprocessing_layer import to_string_tensor
 
 SWAG_NUM_CHOICES = 4
 _ENDINGS = tuple(f"ending{i}" for i in range(SWAG_NUM_CHOICES))
@@ -86,62 +84,17 @@ def read_swag(path, require_labels=None):
         line_numbers=np.asarray(lines, dtype=np.int64), path=str(path))
 
 
-def pack_multiple_choice(contexts, choices, tokenizer, sequence_length,
-                         truncate="longest_first"):
-    """Packs `[CLS] context [SEP] choice [SEP]` for every choice of every example.
-
-    Args:
-        contexts: strings [N] (list, numpy or tf.string tensor).
-        choices: strings [N, num_choices] (every example has the same number of choices).
-        tokenizer: a `BertTokenizer`.
-        sequence_length: length of each packed pair.
-        truncate: "longest_first" (Hugging Face's default, which trims the long context first)
-            or "round_robin"; see `SegmentPacker`.
-
-    Returns {"token_ids", "segment_ids", "padding_mask"}, int32 [N, num_choices,
-    sequence_length]: numpy eagerly, tensors inside tf.data (so it also works in `ds.map`).
-    """
-    packer = SegmentPacker(sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
-                           tokenizer.pad_token_id, truncate=truncate)
-    return _pack(contexts, choices, tokenizer, packer)
-
-
-def make_multiple_choice_dataset(examples, tokenizer, sequence_length, batch_size,
-                                 shuffle=False, seed=None, truncate="longest_first"):
+def make_multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None):
     """A tf.data.Dataset of (inputs [B, num_choices, T], label [B]) batches (inputs only when
-    unlabelled), packed in the input pipeline."""
+    unlabelled), packed in the input pipeline by `preprocessor` (a
+    `MultipleChoicePreprocessor`, the one the model serves with)."""
     x = (tf.constant(examples.contexts), tf.constant(examples.choices))
     labelled = examples.labels is not None
     ds = tf.data.Dataset.from_tensor_slices((x, examples.labels) if labelled else (x,))
     if shuffle:
         ds = ds.shuffle(max(len(examples), 1), seed=seed, reshuffle_each_iteration=True)
     ds = ds.batch(batch_size)
-    packer = SegmentPacker(sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
-                           tokenizer.pad_token_id, truncate=truncate)
-
-    def pack(x, y=None):
-        inputs = _pack(x[0], x[1], tokenizer, packer)
-        return inputs if y is None else (inputs, y)
-
-    return ds.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-
-
-def _pack(contexts, choices, tokenizer, packer):
-    contexts = to_string_tensor(contexts, "contexts")
-    choices = to_string_tensor(choices, "choices")
-    if contexts.shape.rank != 1 or choices.shape.rank != 2:
-        raise ValueError(f"contexts must be [N] and choices [N, num_choices]; got shapes "
-                         f"{contexts.shape} and {choices.shape}.")
-    num_choices = choices.shape[1]
-    if num_choices is None:
-        num_choices = tf.shape(choices)[1]
-    # One tokenizer call for contexts and choices: the tokenizer graph is traced once.
-    ids = tokenizer(tf.concat([contexts, tf.reshape(choices, [-1])], axis=0))  # [N + N*C, None]
-    num_contexts = tf.shape(contexts)[0]
-    context_rows = tf.repeat(tf.range(num_contexts), num_choices)  # [N*C]: 0 0 0 0 1 1 1 1 ...
-    packed = packer((tf.gather(ids, context_rows), ids[num_contexts:]))  # [N*C, T]
-    shape = [-1, num_choices, packer.sequence_length]
-    return to_numpy_if_eager({name: tf.reshape(value, shape) for name, value in packed.items()})
+    return ds.map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
 def _choice_index(path, line, value):

@@ -26,7 +26,7 @@ import os
 import random
 
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
-from keras_bert_suite.training.distribution import DISTRIBUTION_DEFAULTS
+from keras_bert_suite.distribution import DISTRIBUTION_DEFAULTS
 
 # Every key a pretraining recipe may set, with its default. A comment says why when the
 # value is not obvious. `model.encoder_overrides` is free-form (BertEncoder arguments).
@@ -49,7 +49,7 @@ DEFAULTS = {
         "max_files": None,  # use only the first N corpus files (after sorting)
         # Existing TFRecords (original schema) instead of a corpus: a path/glob or a list.
         "tfrecords": None,
-        "max_seq_length": 128,
+        "sequence_length": 128,
         "max_predictions_per_seq": 20,
         "masked_lm_prob": 0.15,
         "whole_word_masking": False,
@@ -159,7 +159,7 @@ def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log):
 
     if tfrecords is not None:
         dataset = read_pretraining_tfrecords(
-            tfrecords, data["max_seq_length"], data["max_predictions_per_seq"], shuffle=False)
+            tfrecords, data["sequence_length"], data["max_predictions_per_seq"], shuffle=False)
         # The files may be statically masked (google-research/bert's are): unmask, then mask
         # afresh each pass.
         return dataset.map(lambda f: {**f, "token_ids": restore_unmasked_ids(f)}), None
@@ -169,13 +169,13 @@ def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log):
 
     instances = create_pretraining_instances(
         read_documents(files, layout=data["layout"]), tokenizer,
-        max_seq_length=data["max_seq_length"], dupe_factor=data["dupe_factor"],
+        max_seq_length=data["sequence_length"], dupe_factor=data["dupe_factor"],
         short_seq_prob=data["short_seq_prob"],
         max_predictions_per_seq=data["max_predictions_per_seq"],
         masked_lm_prob=data["masked_lm_prob"], next_sentence_prediction=nsp,
         whole_word_masking=data["whole_word_masking"], static_masking=False, seed=data["seed"])
     log(f"{len(instances)} instances from {len(files)} files")
-    features = instance_features(instances, data["max_seq_length"])
+    features = instance_features(instances, data["sequence_length"])
     if not nsp:
         features.pop("nsp_labels")
     return tf.data.Dataset.from_tensor_slices(features), len(instances)
@@ -270,7 +270,7 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     import keras
 
     from keras_bert_suite.tasks.pretrainer.model import BertPretrainer
-    from keras_bert_suite.recipe_runner.distributed import start_distribution
+    from keras_bert_suite.distribution import start_distribution
     from keras_bert_suite.training import (
         checkpointed_fit_arguments,
         create_optimizer,
@@ -311,9 +311,9 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
             pretrainer = BertPretrainer.from_preset(
                 model_config["preset"], load_weights=model_config["load_weights"],
                 next_sentence_prediction=model_config["next_sentence_prediction"], **overrides)
-            if pretrainer.encoder.max_sequence_length < data["max_seq_length"]:
+            if pretrainer.encoder.max_sequence_length < data["sequence_length"]:
                 raise RecipeError(
-                    f"data.max_seq_length={data['max_seq_length']} exceeds the model's "
+                    f"data.sequence_length={data['sequence_length']} exceeds the model's "
                     f"max_sequence_length={pretrainer.encoder.max_sequence_length}.")
             name = optimizer_config.pop("name")
             optimizer = create_optimizer(name, num_train_steps=training["num_train_steps"],

@@ -1,121 +1,109 @@
-"""Exact match and F1 for SQuAD, exactly as the official evaluation scripts define them.
+"""SQuAD exact match and F1: the official evaluation scripts, as Model Garden ships them.
 
-v1.1 (`evaluate-v1.1.py`): both texts are normalized (lower-case, punctuation removed, the
-articles a/an/the removed, white space collapsed); exact match is string equality, F1 is over
-the normalized tokens with multiset (Counter) overlap; each question takes the max over its
-gold answers; totals are percentages over all questions (a missing prediction scores 0).
-
-v2.0 (`evaluate-v2.0.py`): an unanswerable question's only gold answer is "" (gold answers
-that normalize to "" are dropped first); F1 between an empty and a non-empty answer is 0, between
-two empty ones 1. Adds HasAns_/NoAns_ breakdowns and, given no-answer probabilities (or
-null-score differences from `squad_postprocess`), the best threshold over them.
+The scoring itself is `official.nlp.tools.squad_evaluate_v1_1` / `squad_evaluate_v2_0`
+(tf-models-official, a dependency), Model Garden's copies of the official `evaluate-v1.1.py`
+and `evaluate-v2.0.py`: answers are normalized (lower-case, punctuation and the articles
+a/an/the removed, white space collapsed), exact match is string equality, F1 the token overlap,
+each question takes the max over its gold answers. This module adds what a library user
+needs around them: a path, a parsed file or its "data" list as the dataset; predictions
+checked with clear errors; percentages (v1.1's script returns fractions) under one set of
+key names; and SQuAD 2.0's no-answer threshold search from null-score differences.
 
 Example:
 >>> squad_v1_metrics("dev-v1.1.json", {"56be4db0acb8001400a502ec": "Denver Broncos"})
-{'exact_match': ..., 'f1': ..., 'total': ...}
+{'exact_match': ..., 'f1': ..., 'total': ..., 'missing_predictions': 0}
 """
 
-import collections
 import json
-import re
-import string
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCTUATION = set(string.punctuation)
+import tensorflow as tf
+
+
+def _official(version):
+    # Imported on use: Model Garden's package is large and only scoring needs it.
+    from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
+
+    return squad_evaluate_v1_1 if version == 1 else squad_evaluate_v2_0
 
 
 def normalize_answer(text):
-    """Lower-case, drop ASCII punctuation, drop the articles a/an/the, collapse white space."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", text).split())
+    """The official normalization (lower-case, no punctuation, no a/an/the, single spaces)."""
+    return _official(2)._normalize_answer(text)
 
 
 def exact_match_score(prediction, ground_truth):
-    """1 when the normalized texts are equal, else 0."""
-    return int(normalize_answer(prediction) == normalize_answer(ground_truth))
+    return int(_official(2)._compute_exact(ground_truth, prediction))
 
 
 def f1_score(prediction, ground_truth):
-    """Token F1 of the normalized texts (v2.0 rule: two empty answers agree, F1 1)."""
-    prediction_tokens = normalize_answer(prediction).split()
-    truth_tokens = normalize_answer(ground_truth).split()
-    if not prediction_tokens or not truth_tokens:
-        return float(prediction_tokens == truth_tokens)
-    common = collections.Counter(prediction_tokens) & collections.Counter(truth_tokens)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0.0
-    precision = num_same / len(prediction_tokens)
-    recall = num_same / len(truth_tokens)
-    return 2 * precision * recall / (precision + recall)
+    """Token F1 with SQuAD 2.0's rule for empty answers (two empty answers score 1)."""
+    return float(_official(2)._compute_f1(ground_truth, prediction))
 
 
 def squad_v1_metrics(dataset, predictions):
-    """SQuAD v1.1 exact match and F1 in percent.
+    """SQuAD v1.1 exact match and F1 in percent (a missing prediction scores 0, as in the
+    official script).
 
     Args:
         dataset: a SQuAD JSON path, the parsed file ({"data": [...]}) or its "data" list.
-        predictions: {question id: answer text} (the official predictions file format).
+        predictions: {question id: answer text} (the official predictions format).
     Returns: {"exact_match", "f1", "total", "missing_predictions"}.
     """
-    questions = _questions(dataset)
+    articles, questions = _questions(dataset)
     predictions = _check_predictions(predictions, questions)
-    exact = f1 = 0.0
-    for qid, gold in questions.items():
-        if qid not in predictions:
-            continue  # scored 0, as the official script does
-        golds = [answer["text"] for answer in gold["answers"]]
-        if not golds:
+    for qid, question in questions.items():
+        if not question["answers"]:
             raise ValueError(
                 f"Question {qid!r} has no gold answers; SQuAD v1.1 needs at least one "
                 "(use squad_v2_metrics for unanswerable questions).")
-        exact += max(exact_match_score(predictions[qid], g) for g in golds)
-        f1 += max(_f1_v1(predictions[qid], g) for g in golds)
-    total = len(questions)
-    return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total, "total": total,
-            "missing_predictions": sum(qid not in predictions for qid in questions)}
-
-
-def squad_v2_metrics(dataset, predictions, no_answer_probabilities=None,
-                     no_answer_threshold=1.0):
-    """SQuAD v2.0 metrics in percent: exact, f1, total, HasAns_*/NoAns_* and, when
-    `no_answer_probabilities` ({qid: float}, higher = more likely unanswerable) is given,
-    best_exact/best_f1 and the thresholds that reach them.
-
-    A question whose probability exceeds `no_answer_threshold` is scored as answered "".
-    Missing predictions score 0 (the official script would fail on them).
-    """
-    questions = _questions(dataset)
-    predictions = _check_predictions(predictions, questions)
-    has_answer = {qid: bool(q["answers"]) for qid, q in questions.items()}
-    exact_raw, f1_raw = {}, {}
-    for qid, gold in questions.items():
-        golds = [a["text"] for a in gold["answers"] if normalize_answer(a["text"])] or [""]
-        prediction = predictions.get(qid)
-        if prediction is None:
-            exact_raw[qid] = f1_raw[qid] = 0.0
-            continue
-        exact_raw[qid] = max(exact_match_score(prediction, g) for g in golds)
-        f1_raw[qid] = max(f1_score(prediction, g) for g in golds)
-    probabilities = no_answer_probabilities or {qid: 0.0 for qid in questions}
-    missing = [qid for qid in questions if qid not in probabilities]
+    missing = sum(qid not in predictions for qid in questions)
     if missing:
-        raise ValueError(f"no_answer_probabilities lacks {len(missing)} question ids, e.g. "
-                         f"{missing[:3]}; give one number per question.")
-    exact = _apply_threshold(exact_raw, probabilities, has_answer, no_answer_threshold)
-    f1 = _apply_threshold(f1_raw, probabilities, has_answer, no_answer_threshold)
-    result = _totals(exact, f1, list(questions))
-    for prefix, wanted in (("HasAns", True), ("NoAns", False)):
-        qids = [qid for qid in questions if has_answer[qid] == wanted]
-        if qids:
-            result.update({f"{prefix}_{k}": v for k, v in _totals(exact, f1, qids).items()})
+        tf.get_logger().warning("%d of %d questions have no prediction; they score 0.",
+                                missing, len(questions))
+    scores = _quietly(_official(1).evaluate, articles, predictions)
+    return {"exact_match": 100.0 * scores["exact_match"], "f1": 100.0 * scores["final_f1"],
+            "total": len(questions), "missing_predictions": missing}
+
+
+def squad_v2_metrics(dataset, predictions, no_answer_probabilities=None):
+    """SQuAD v2.0 metrics in percent: exact, f1, total, HasAns_*/NoAns_* and, when
+    `no_answer_probabilities` ({qid: float}, higher = more likely unanswerable; e.g. the
+    span labeler's `null_score_diff`) is given, best_exact/best_f1 and the thresholds that
+    reach them. A question whose probability exceeds 1.0 is scored as answered "" (the
+    script's threshold). Every question needs a prediction (the official script would drop the
+    unanswered ones from the total)."""
+    articles, questions = _questions(dataset)
+    predictions = _check_predictions(predictions, questions)
+    missing = [qid for qid in questions if qid not in predictions]
+    if missing:
+        raise ValueError(f"{len(missing)} questions have no prediction (e.g. {missing[:3]}); "
+                         "SQuAD 2.0 scoring needs one per question (\"\" = no answer).")
     if no_answer_probabilities is not None:
-        for name, raw in (("exact", exact_raw), ("f1", f1_raw)):
-            score, threshold = _best_threshold(predictions, raw, probabilities, has_answer)
-            result[f"best_{name}"] = score
-            result[f"best_{name}_thresh"] = threshold
-    result["missing_predictions"] = sum(qid not in predictions for qid in questions)
+        lacking = [qid for qid in questions if qid not in no_answer_probabilities]
+        if lacking:
+            raise ValueError(f"no_answer_probabilities lacks {len(lacking)} question ids, "
+                             f"e.g. {lacking[:3]}; give one number per question.")
+    official = _official(2)
+    probabilities = no_answer_probabilities or {qid: 0.0 for qid in predictions}
+    result = _quietly(official.evaluate, articles, predictions, probabilities)
+    if no_answer_probabilities is None:
+        result = {k: v for k, v in result.items() if not k.startswith("final_")}
+    else:
+        for name in ("exact", "f1"):
+            result[f"best_{name}"] = result.pop(f"final_{name}")
+            result[f"best_{name}_thresh"] = result.pop(f"final_{name}_thresh")
+    result["missing_predictions"] = 0
     return result
+
+
+def score_answers(dataset, answers, version_2_with_negative=False, null_score_diff=None):
+    """The task's metrics dict: v1.1's or v2.0's (with the threshold search when
+    `null_score_diff` is given), floats only."""
+    if version_2_with_negative:
+        metrics = squad_v2_metrics(dataset, answers, no_answer_probabilities=null_score_diff)
+    else:
+        metrics = squad_v1_metrics(dataset, answers)
+    return {k: float(v) if isinstance(v, float) else v for k, v in metrics.items()}
 
 
 def read_predictions(path):
@@ -128,41 +116,28 @@ def read_predictions(path):
     return _check_predictions(predictions, None, source=path)
 
 
-def _f1_v1(prediction, ground_truth):
-    # v1.1's F1 has no empty-answer rule: an empty prediction or gold scores 0.
-    if not normalize_answer(prediction).split() or not normalize_answer(ground_truth).split():
-        return 0.0
-    return f1_score(prediction, ground_truth)
+def write_predictions_json(answers, path):
+    """Writes {question id: answer text}, the official SQuAD predictions file."""
+    with tf.io.gfile.GFile(str(path), "w") as f:
+        json.dump(answers, f, ensure_ascii=False, indent=2)
+    return str(path)
 
 
-def _apply_threshold(scores, probabilities, has_answer, threshold):
-    return {qid: float(not has_answer[qid]) if probabilities[qid] > threshold else s
-            for qid, s in scores.items()}
+def _quietly(function, *args):
+    """The scripts log every unanswered question at ERROR level; the caller reports it."""
+    from absl import logging
 
-
-def _totals(exact, f1, qids):
-    return {"exact": 100.0 * sum(exact[q] for q in qids) / len(qids),
-            "f1": 100.0 * sum(f1[q] for q in qids) / len(qids), "total": len(qids)}
-
-
-def _best_threshold(predictions, scores, probabilities, has_answer):
-    """The official find_best_thresh: sweep thresholds in increasing probability order."""
-    score = best = sum(1 for answered in has_answer.values() if not answered)
-    best_threshold = 0.0
-    for qid in sorted(probabilities, key=lambda k: probabilities[k]):
-        if qid not in scores:
-            continue
-        if has_answer[qid]:
-            score += scores[qid]
-        elif predictions.get(qid):
-            score -= 1
-        if score > best:
-            best, best_threshold = score, probabilities[qid]
-    return 100.0 * best / len(scores), best_threshold
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity(logging.FATAL)
+    try:
+        return function(*args)
+    finally:
+        logging.set_verbosity(verbosity)
 
 
 def _questions(dataset):
-    """{qid: qa dict} from a path, a parsed file or its "data" list, validating the keys."""
+    """(the "data" list, {qid: qa dict}) from a path, a parsed file or its "data" list,
+    validating the keys."""
     source = "dataset"
     if isinstance(dataset, str):
         source = dataset
@@ -185,7 +160,7 @@ def _questions(dataset):
                 questions[qa["id"]] = qa
     if not questions:
         raise ValueError(f"{source}: no questions found (expected data[].paragraphs[].qas[]).")
-    return questions
+    return dataset, questions
 
 
 def _check_predictions(predictions, questions, source="predictions"):

@@ -3,8 +3,10 @@
 import keras
 from keras import ops
 
+from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 from keras_bert_suite.tasks.task import (
-    BertTask, encoder_inputs, freeze_unused_pooler, head_initializer)
+    BertTask, encoder_inputs, freeze_unused_pooler, head_initializer, resolve_encoder)
+from keras_bert_suite.text import task_inputs
 
 # Label names in `y` -> the output each one is scored against.
 LABEL_OUTPUTS = {"start_positions": "start_logits", "end_positions": "end_logits"}
@@ -20,24 +22,34 @@ class BertSpanLabeler(BertTask):
     (float32 outputs). For SQuAD 2.0 "no answer" is position 0 ([CLS]): label it with
     start = end = 0, and compare a span's score with the [CLS] score at inference.
 
-    Labels for `fit`/`evaluate`: a dict {"start_positions": [B], "end_positions": [B]}
-    (token indices in the packed sequence). The default loss is BERT's: the mean of the
-    start and end softmax cross-entropies; metrics `start_logits_accuracy`,
+    Labels for `fit`/`evaluate` on windows: a dict {"start_positions": [B],
+    "end_positions": [B]} (token indices in the packed window). The default loss is BERT's:
+    the mean of the start and end softmax cross-entropies; metrics `start_logits_accuracy`,
     `end_logits_accuracy`.
 
+    With a `SpanLabelerPreprocessor` (what `from_preset` builds) the model takes raw text:
+    `fit((questions, contexts), {"answer_start": character offsets, "answer_text": str})`
+    trains on the windows of each example, and `predict((questions, contexts))` returns the
+    answers {"answer", "start", "end", "score", "null_score_diff"} — the same text path
+    (postprocessor.py) that evaluation and the exported `serving_default` run.
+
     Args:
-        encoder: a `BertEncoder`.
-        preprocessor: optional `BertPreprocessor`; with it `predict((questions, contexts))`
-            takes raw text (training labels must then be positions in the packed tokens).
+        encoder (or backbone): a `BertEncoder`.
+        preprocessor: optional `SpanLabelerPreprocessor`.
 
     Example:
-    >>> labeler = BertSpanLabeler.from_preset("minilm_l6_h384_uncased", sequence_length=384)
-    >>> labeler.compile()
-    >>> labeler.fit(x, {"start_positions": starts, "end_positions": ends})
-    >>> labeler.predict((["Who wrote it?"], ["It was written by Ann."]))["start_logits"]
+    >>> labeler = BertSpanLabeler.from_preset("minilm_l6_h384_uncased")
+    >>> labeler.fit((["Who wrote it?"], ["It was written by Ann."]),
+    ...             {"answer_start": [18], "answer_text": ["Ann"]})
+    >>> labeler.predict((["Who wrote it?"], ["It was written by Ann."]))["answer"]
     """
 
-    def __init__(self, encoder, preprocessor=None, **kwargs):
+    task_name = "span_labeler"
+    preprocessor_class = SpanLabelerPreprocessor
+    default_sequence_length = 384
+
+    def __init__(self, encoder=None, preprocessor=None, backbone=None, **kwargs):
+        encoder = resolve_encoder(encoder, backbone)
         policy = encoder.token_embedding.dtype_policy
         head = keras.layers.Dense(2, kernel_initializer=head_initializer(encoder), dtype=policy,
                                   name="span_logits")
@@ -53,6 +65,29 @@ class BertSpanLabeler(BertTask):
         super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
         self.span_head = head
         freeze_unused_pooler(encoder)  # the head reads sequence_output only
+        self.compile()
+
+    def predict(self, x, batch_size=None, verbose="auto", max_answer_length=30,
+                n_best_size=20, version_2_with_negative=False, null_score_diff_threshold=0.0,
+                **kwargs):
+        """Raw `(questions, contexts)`: the answers (see the class doc; the answer options
+        are `postprocessor.best_answers`'); encoder inputs: the start/end logits."""
+        if not (self.preprocessor is not None and task_inputs.is_text(x)):
+            return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
+        from keras_bert_suite.tasks.span_labeler.serving import answer_questions
+
+        if not isinstance(x, (tuple, list)) or len(x) != 2:
+            raise ValueError("BertSpanLabeler.predict takes raw text as a pair (questions, "
+                             "contexts) of equally long lists.")
+        return self._predict_text(
+            answer_questions, x, batch_size, verbose, max_answer_length=max_answer_length,
+            n_best_size=n_best_size, version_2_with_negative=version_2_with_negative,
+            null_score_diff_threshold=null_score_diff_threshold)
+
+    def serving_signatures(self, **answer_options):
+        from keras_bert_suite.tasks.span_labeler.serving import serving_signatures
+
+        return serving_signatures(self, **answer_options)
 
     def default_loss(self):
         return {output: keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -1,12 +1,11 @@
 """Extractive QA in SQuAD format: SQuAD v1.1/v2.0 files, or the Quoref questions.
 
-Evaluation writes predictions.json ({question id: answer}, the official format) and
-nbest_predictions.json, and scores exact match / F1 as the official SQuAD script does.
+Evaluation answers every question through `BertSpanLabeler.predict` on the raw text (the
+path the exported model serves), writes predictions.json ({question id: answer}, the
+official format) and scores exact match / F1 as the official SQuAD script does.
 """
 
 import os
-
-import numpy as np
 
 from keras_bert_suite.tasks.span_labeler.model import BertSpanLabeler
 from keras_bert_suite.recipe_runner.recipe import RecipeError
@@ -16,8 +15,13 @@ MODEL = BertSpanLabeler
 QUOREF_DEV_FRACTION = 0.2  # of the passages (whole passages: no dev passage seen in training)
 
 
-def model_preprocessor(preprocessor):
-    return None  # question + context windows are built by SquadFeaturizer, not a packer
+def model_preprocessor(recipe, tokenizer):
+    """The windows every path uses: training, evaluation, predict and export."""
+    from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
+
+    data = recipe["data"]
+    return SpanLabelerPreprocessor(tokenizer, data["sequence_length"], data["doc_stride"],
+                                   data["max_question_length"])
 
 
 def head_arguments(model_config):
@@ -40,7 +44,7 @@ def _read(data, log):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.tasks.span_labeler.squad import SquadFeaturizer, training_dataset
+    from keras_bert_suite.tasks.span_labeler.squad import training_dataset
 
     data, training = recipe["data"], recipe["training"]
     train, evaluation = _read(data, log)
@@ -49,16 +53,11 @@ def prepare(recipe, preprocessor, log):
     if not data["version_2_with_negative"] and any(e.is_impossible for e in train):
         raise RecipeError("The training file has unanswerable (SQuAD 2.0) questions; set "
                           "data.version_2_with_negative=true.")
-    featurizer = SquadFeaturizer(preprocessor.tokenizer, max_seq_length=data["max_seq_length"],
-                                 doc_stride=data["doc_stride"],
-                                 max_query_length=data["max_query_length"])
-    train_features = featurizer.featurize(train, is_training=True)
-    eval_features = featurizer.featurize(evaluation, is_training=False)
-    log(f"squad: {len(train)} questions -> {len(train_features)} training windows; "
-        f"{len(evaluation)} eval questions -> {len(eval_features)} windows")
-    dataset = training_dataset(train_features, training["batch_size"], shuffle=True,
-                               seed=data["seed"])
-    return TaskData(dataset, len(train_features), {}, (evaluation, eval_features))
+    dataset, num_windows = training_dataset(preprocessor, train, training["batch_size"],
+                                            shuffle=True, seed=data["seed"])
+    log(f"span_labeler: {len(train)} questions -> {num_windows} training windows; "
+        f"{len(evaluation)} eval questions")
+    return TaskData(dataset, num_windows, {}, evaluation)
 
 
 def gold_dataset(examples):
@@ -68,27 +67,27 @@ def gold_dataset(examples):
         "is_impossible": e.is_impossible}]}]} for e in examples]}
 
 
-def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.tasks.span_labeler.squad import inference_dataset
-    from keras_bert_suite.tasks.span_labeler.squad_postprocess import (
-        postprocess_predictions,
-        write_nbest_json,
-        write_predictions_json,
-    )
-    from keras_bert_suite.tasks.span_labeler.metric import squad_v1_metrics, squad_v2_metrics
+def answer_options(recipe):
+    """The postprocessor's options, the same for evaluation and export."""
+    settings = recipe["evaluation"]
+    return {"max_answer_length": settings["max_answer_length"],
+            "n_best_size": settings["n_best_size"],
+            "version_2_with_negative": recipe["data"]["version_2_with_negative"],
+            "null_score_diff_threshold": settings["null_score_diff_threshold"]}
 
-    examples, features = task_data.evaluation
-    settings, version_2 = recipe["evaluation"], recipe["data"]["version_2_with_negative"]
-    logits = model.predict(inference_dataset(features, settings["batch_size"]), verbose=0)
-    predictions = postprocess_predictions(
-        examples, features, np.asarray(logits["start_logits"]), np.asarray(logits["end_logits"]),
-        n_best_size=settings["n_best_size"], max_answer_length=settings["max_answer_length"],
-        version_2_with_negative=version_2,
-        null_score_diff_threshold=settings["null_score_diff_threshold"])
-    write_predictions_json(predictions.answers, os.path.join(output_dir, "predictions.json"))
-    write_nbest_json(predictions.nbest, os.path.join(output_dir, "nbest_predictions.json"))
-    gold = gold_dataset(examples)
-    metrics = (squad_v2_metrics(gold, predictions.answers) if version_2
-               else squad_v1_metrics(gold, predictions.answers))
-    return {k: float(v) if isinstance(v, (float, np.floating)) else v
-            for k, v in metrics.items()}
+
+def evaluate(model, task_data, recipe, output_dir):
+    """EM / F1 of the answers `model.predict` gives on raw (question, context) pairs: the
+    text path the exported `serving_default` runs."""
+    from keras_bert_suite.tasks.span_labeler.metric import score_answers, write_predictions_json
+
+    examples = task_data.evaluation
+    predictions = model.predict(([e.question for e in examples], [e.context for e in examples]),
+                                batch_size=recipe["evaluation"]["batch_size"], verbose=0,
+                                **answer_options(recipe))
+    ids = [e.qas_id for e in examples]
+    answers = dict(zip(ids, predictions["answer"]))
+    write_predictions_json(answers, os.path.join(output_dir, "predictions.json"))
+    version_2 = recipe["data"]["version_2_with_negative"]
+    null_score_diff = dict(zip(ids, predictions["null_score_diff"].tolist())) if version_2 else None
+    return score_answers(gold_dataset(examples), answers, version_2, null_score_diff)

@@ -4,9 +4,12 @@ import keras
 
 from keras_bert_suite.tasks.task import (
     BertTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
-    freeze_unused_pooler)
-from keras_bert_suite.models.token_losses import (
-    IGNORE_LABEL, MaskedSparseCategoricalAccuracy, MaskedSparseCategoricalCrossentropy)
+    freeze_unused_pooler, resolve_encoder)
+from keras_bert_suite.tasks.token_classifier.preprocessor import (
+    TokenClassifierPreprocessor, as_words)
+from keras_bert_suite.text import task_inputs
+from keras_bert_suite.training.losses import IGNORE_LABEL, MaskedSparseCategoricalCrossentropy
+from keras_bert_suite.training.metrics import MaskedSparseCategoricalAccuracy
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -18,22 +21,32 @@ class BertTokenClassifier(BertTask):
     transformers' convention). The default loss is the cross-entropy averaged over the
     labelled positions of the batch, and the accuracy counts those positions only.
 
+    With a `TokenClassifierPreprocessor` (what `from_preset` builds) the model takes words:
+    `fit(words, tag_ids)` with a list of words per sentence and one label id per word, and
+    `predict(words)` or `predict(texts)` returns {"tags", "tag_scores", "num_words"} (and
+    "words" for raw text), rows padded after num_words — the text path (serving.py) that
+    evaluation and the exported model run.
+
     Args:
-        encoder: a `BertEncoder`.
+        encoder (or backbone): a `BertEncoder`.
         num_classes: number of tags (>= 2).
-        preprocessor: optional `BertPreprocessor`; `predict(texts)` then takes raw text
-            (training labels must be aligned to the packed word pieces).
+        preprocessor: optional `TokenClassifierPreprocessor`.
         dropout: dropout rate before the classification layer.
         label_names: optional list of `num_classes` tag names, e.g. ["O", "B-PER", ...].
 
     Example:
-    >>> tagger = BertTokenClassifier.from_preset("minilm_l6_h384_uncased", num_classes=3)
-    >>> tagger.compile()
-    >>> tagger.fit(x, labels)  # labels [B, T], -100 where ignored
+    >>> tagger = BertTokenClassifier.from_preset("minilm_l6_h384_uncased", num_classes=3,
+    ...                                          label_names=["O", "B-LOC", "I-LOC"])
+    >>> tagger.fit([["I", "love", "New", "York"]], [[0, 0, 1, 2]])
+    >>> tagger.predict([["I", "love", "Paris"]])["tags"]
     """
 
-    def __init__(self, encoder, num_classes, preprocessor=None, dropout=0.1, label_names=None,
-                 **kwargs):
+    task_name = "token_classifier"
+    preprocessor_class = TokenClassifierPreprocessor
+
+    def __init__(self, encoder=None, num_classes=None, preprocessor=None, dropout=0.1,
+                 label_names=None, backbone=None, **kwargs):
+        encoder = resolve_encoder(encoder, backbone)
         check_num_classes(num_classes, minimum=2)
         label_names = check_label_names(label_names, num_classes)
         dropout_layer, head = dropout_and_dense(encoder, num_classes, dropout)
@@ -50,6 +63,23 @@ class BertTokenClassifier(BertTask):
         self.label_names = label_names
         self.classifier_dropout = dropout_layer
         self.classifier_head = head
+        self.compile()
+
+    def predict(self, x, batch_size=None, verbose="auto", **kwargs):
+        """Words or raw text: the tags (see the class doc); encoder inputs: the logits."""
+        if self.preprocessor is None or not (task_inputs.is_text(x) or
+                                             as_words(x) is not None):
+            return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
+        from keras_bert_suite.tasks.classifier.serving import label_table
+        from keras_bert_suite.tasks.token_classifier.serving import tag_words
+
+        return self._predict_text(tag_words, [x], batch_size, verbose,
+                                  label_names=label_table(self.label_names, self.num_classes))
+
+    def serving_signatures(self):
+        from keras_bert_suite.tasks.token_classifier.serving import serving_signatures
+
+        return serving_signatures(self)
 
     def default_loss(self):
         return MaskedSparseCategoricalCrossentropy(ignore_label=IGNORE_LABEL)

@@ -1,6 +1,7 @@
 """Token tagging (NER, POS) from CoNLL-style BIO files, or the WNUT-16 tweets.
 
-Evaluation maps the predictions back to words, writes predictions.conll (word, gold tag,
+Evaluation tags the gold words through `BertTokenClassifier.predict` (the text path the
+exported model serves), writes predictions.conll (word, gold tag,
 predicted tag) and scores entity-level precision/recall/F1 with seqeval.
 """
 
@@ -14,8 +15,11 @@ from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
 MODEL = BertTokenClassifier
 
 
-def model_preprocessor(preprocessor):
-    return preprocessor  # kept for export: raw text is split into words in the graph
+def model_preprocessor(recipe, tokenizer):
+    from keras_bert_suite.tasks.token_classifier.preprocessor import (
+        TokenClassifierPreprocessor)
+
+    return TokenClassifierPreprocessor(tokenizer, recipe["data"]["sequence_length"])
 
 
 def head_arguments(model_config):
@@ -42,30 +46,35 @@ def _read(data):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.tasks.token_classifier.conll import WordPieceAligner, learn_labels, to_dataset
+    from keras_bert_suite.tasks.token_classifier.conll import learn_labels, training_dataset
 
     data, training = recipe["data"], recipe["training"]
     train, evaluation = _read(data)
     train = train[:data["max_train_examples"]]
     evaluation = evaluation[:data["max_eval_examples"]]
     labels = data["label_names"] or learn_labels(train + evaluation)
-    aligner = WordPieceAligner(preprocessor.tokenizer, labels, data["max_seq_length"])
-    windows = aligner.encode(train)
-    log(f"ner: {len(train)} train sentences -> {len(windows.token_ids)} windows, "
+    dataset, num_chunks = training_dataset(preprocessor, train, labels,
+                                           training["batch_size"], shuffle=True,
+                                           seed=data["seed"])
+    log(f"token_classifier: {len(train)} train sentences -> {num_chunks} rows, "
         f"{len(evaluation)} eval sentences, {len(labels)} tags")
-    dataset = to_dataset(windows, training["batch_size"], shuffle=True, seed=data["seed"])
-    return TaskData(dataset, len(windows.token_ids),
-                    {"num_classes": len(labels), "label_names": list(labels)},
-                    (evaluation, aligner, aligner.encode(evaluation)))
+    return TaskData(dataset, num_chunks,
+                    {"num_classes": len(labels), "label_names": list(labels)}, evaluation)
+
+
+def predicted_tags(model, sentences, batch_size):
+    """One list of tags per sentence, from `model.predict` on the gold words: the text path
+    the exported `tag_words` signature serves."""
+    predictions = model.predict([list(s.words) for s in sentences], batch_size=batch_size,
+                                verbose=0)
+    return [list(row[:n]) for row, n in zip(predictions["tags"], predictions["num_words"])]
 
 
 def evaluate(model, task_data, recipe, output_dir):
     from keras_bert_suite.tasks.token_classifier.metric import classification_report, entity_scores
 
-    sentences, aligner, windows = task_data.evaluation
-    logits = model.predict(windows.inputs(), batch_size=recipe["evaluation"]["batch_size"],
-                           verbose=0)
-    predicted = aligner.decode(windows, logits)
+    sentences = task_data.evaluation
+    predicted = predicted_tags(model, sentences, recipe["evaluation"]["batch_size"])
     gold = [list(s.tags) for s in sentences]
     with open(os.path.join(output_dir, "predictions.conll"), "w", encoding="utf-8") as f:
         for sentence, tags in zip(sentences, predicted):
