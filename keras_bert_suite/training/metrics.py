@@ -1,41 +1,19 @@
-"""The masked-LM loss and the metrics beside it (accuracy, perplexity), built for a 30k vocabulary.
+"""The library's metrics: masked-LM accuracy and perplexity (built for a 30k vocabulary) and
+the token-classification accuracy that skips ignored positions. The losses are in
+`training.losses`.
 
-The cross-entropy over the full vocabulary ([B·P, V] logits, V ~30k) is, after the decoder
-matmul, the most expensive op of a BERT pretraining step. `MaskedLMLoss` computes it once
-per step and hands the per-prediction values to a linked `MaskedLMPerplexity`, so the
-metric costs O(B·P) instead of a second full-vocabulary softmax. `MaskedLMAccuracy` needs
-one max over the vocabulary where an argmax needs a (value, index) pair reduction, which
-XLA on CPU ran at ~8% of a BERT-mini pretraining step.
+The cross-entropy over the full vocabulary is, after the decoder matmul, the most expensive
+op of a BERT pretraining step: `MaskedLMPerplexity`, linked to a `MaskedLMLoss`, reuses the
+loss's per-prediction values (O(B·P)) instead of a second full-vocabulary softmax.
+`MaskedLMAccuracy` needs one max over the vocabulary where an argmax needs a (value, index)
+pair reduction, which XLA on CPU ran at ~8% of a BERT-mini pretraining step.
 """
 
 import keras
 from keras import ops
 
-
-def sparse_cross_entropy_from_logits(labels, logits):
-    """Per-prediction cross-entropy: labels [B, P] token ids, logits [B, P, V] -> [B, P].
-
-    The same numbers as `keras.losses.sparse_categorical_crossentropy(from_logits=True)`,
-    by the fastest route per backend (measured on a 30k vocabulary, forward + backward):
-    TensorFlow's fused op as Keras calls it; torch's F.cross_entropy on [B·P, V], since
-    Keras moves the class axis of a 3-D input to position 1, which copies the logits and
-    runs the softmax over a strided axis; on JAX logsumexp minus the label's logit, since
-    Keras' one-hot product there took 2.6x as long.
-    """
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
-    if backend == "torch":
-        cross_entropy = keras.losses.sparse_categorical_crossentropy(
-            ops.reshape(labels, (-1,)), ops.reshape(logits, (-1, ops.shape(logits)[-1])),
-            from_logits=True)
-        return ops.reshape(cross_entropy, ops.shape(labels))
-    return ops.logsumexp(logits, axis=-1) - _label_logits(labels, logits)
-
-
-def _label_logits(labels, logits):
-    """Each prediction's logit of its label: labels [B, P], logits [B, P, V] -> [B, P]."""
-    return ops.take_along_axis(logits, ops.cast(labels, "int32")[..., None], axis=-1)[..., 0]
+from keras_bert_suite.training.losses import (
+    IGNORE_LABEL, label_logits, sparse_cross_entropy_from_logits)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -78,48 +56,6 @@ class MaskedLMPerplexity(keras.metrics.Mean):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class MaskedLMLoss(keras.losses.Loss):
-    """BERT's masked-LM loss: sum(w · CE) / sum(w) over the predicted slots.
-
-    `y_true` [B, P] token ids, `y_pred` [B, P, V] logits, `sample_weight` [B, P] (0 on
-    padded prediction slots, which then count for nothing). Numerically the same as
-    `keras.losses.SparseCategoricalCrossentropy(from_logits=True,
-    reduction="mean_with_sample_weight")`; in addition, a linked `MaskedLMPerplexity`
-    receives the per-prediction cross-entropies this loss computed anyway.
-
-    Example:
-    >>> loss, perplexity = MaskedLMLoss(), MaskedLMPerplexity()
-    >>> loss.link_perplexity(perplexity)
-    >>> model.compile(loss={"mlm_logits": loss}, weighted_metrics={"mlm_logits": [perplexity]})
-    """
-
-    def __init__(self, name="mlm_loss", reduction="mean_with_sample_weight", dtype=None):
-        super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.perplexity = None
-        self._sample_weight = None  # only set while __call__ runs (same trace as call)
-
-    def link_perplexity(self, perplexity):
-        """From now on `perplexity` is updated by this loss, not by its own update_state."""
-        self.perplexity = perplexity
-        perplexity.fed_by_loss = True
-
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        # Keras' Loss.__call__ keeps the reduction and tf.distribute loss scaling; call()
-        # sees the weights through this attribute to feed the perplexity.
-        self._sample_weight = sample_weight
-        try:
-            return super().__call__(y_true, y_pred, sample_weight=sample_weight)
-        finally:
-            self._sample_weight = None
-
-    def call(self, y_true, y_pred):
-        cross_entropy = sparse_cross_entropy_from_logits(y_true, y_pred)  # [B, P]
-        if self.perplexity is not None:
-            self.perplexity.update_from_cross_entropy(cross_entropy, self._sample_weight)
-        return cross_entropy
-
-
-@keras.saving.register_keras_serializable(package="keras_bert_suite")
 class MaskedLMAccuracy(keras.metrics.Mean):
     """Top-1 accuracy of the masked-LM predictions: the label's logit is the largest.
 
@@ -137,8 +73,36 @@ class MaskedLMAccuracy(keras.metrics.Mean):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y_pred = ops.convert_to_tensor(y_pred)
-        correct = ops.cast(_label_logits(y_true, y_pred) >= ops.max(y_pred, axis=-1), self.dtype)
+        correct = ops.cast(label_logits(y_true, y_pred) >= ops.max(y_pred, axis=-1), self.dtype)
         super().update_state(correct, sample_weight=sample_weight)
 
     def get_config(self):
         return {"name": self.name, "dtype": self.dtype}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class MaskedSparseCategoricalAccuracy(keras.metrics.Mean):
+    """Fraction of labelled positions (label != ignore_label) whose argmax is right.
+
+    Example:
+    >>> metric = MaskedSparseCategoricalAccuracy()
+    >>> metric.update_state(labels, logits); metric.result()
+    """
+
+    def __init__(self, ignore_label=IGNORE_LABEL, name="accuracy", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+        self.ignore_label = ignore_label
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_true = ops.cast(y_true, "int32")
+        correct = ops.cast(ops.equal(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), y_true), "float32")
+        weights = ops.cast(ops.not_equal(y_true, self.ignore_label), "float32")  # [B, T]
+        if sample_weight is not None:
+            sample_weight = ops.cast(sample_weight, "float32")
+            if len(sample_weight.shape) < len(weights.shape):
+                sample_weight = ops.expand_dims(sample_weight, -1)  # one weight per example
+            weights = weights * sample_weight
+        super().update_state(correct, sample_weight=weights)
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype, "ignore_label": self.ignore_label}

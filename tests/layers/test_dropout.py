@@ -1,10 +1,12 @@
 """BertDropout: Keras' dropout semantics (rate, 1/keep scaling, fresh masks, identity at
 inference) from the cheaper masks it draws on torch CPU and JAX, checked statistically."""
 
+import keras
 import numpy as np
 
 from keras_bert_suite.layers import BertDropout
 from tests.conftest import to_numpy
+from tests.round_trip import check_config_round_trip
 
 SHAPE = (64, 128, 256)  # 2M elements: the kept fraction's standard error is ~0.0002
 
@@ -34,3 +36,18 @@ def test_neighbouring_elements_are_dropped_independently():
 def test_no_dropout_at_rate_zero():
     x = np.random.default_rng(0).normal(size=(4, 8)).astype("float32")
     np.testing.assert_array_equal(to_numpy(BertDropout(0.0)(x, training=True)), x)
+
+
+def test_config_round_trip_and_a_saved_model_keep_the_layer(tmp_path):
+    layer = BertDropout(0.25, seed=7, name="dropout")
+    restored = check_config_round_trip(layer)
+    assert (restored.rate, restored.seed, restored.name) == (0.25, 7, "dropout")
+
+    inputs = keras.Input((8,))
+    model = keras.Model(inputs, BertDropout(0.25, name="dropout")(inputs))
+    path = str(tmp_path / "dropout.keras")
+    model.save(path)
+    reloaded = keras.saving.load_model(path).get_layer("dropout")
+    assert isinstance(reloaded, BertDropout) and reloaded.rate == 0.25
+    x = np.ones((4, 8), "float32")
+    np.testing.assert_array_equal(to_numpy(reloaded(x, training=False)), x)
