@@ -21,7 +21,8 @@ def _demo(args):
 
 def _convert(args):
     from keras_bert_suite import BertEncoder
-    from keras_bert_suite.models.presets import encoder_from_checkpoint, resolve_checkpoint
+    from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+    from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
 
     checkpoint = resolve_checkpoint(args.checkpoint)  # read once: config, weights and vocab
     encoder = encoder_from_checkpoint(BertEncoder, checkpoint, args.checkpoint)
@@ -100,9 +101,13 @@ def _export(args):
     if args.preprocessor:
         preprocessor = BertPreprocessor.from_preset(args.preprocessor,
                                                     sequence_length=args.sequence_length)
-    options = {"pair": True} if args.pair else {}
+    from keras_bert_suite.recipe_runner.recipe import parse_override
+
+    options = dict(parse_override(option) for option in args.option)
+    if args.pair:
+        options["pair"] = True
     path = export_saved_model(
-        model, args.base_dir, name=args.name, version=args.version, task=args.task,
+        model, args.base_dir, name=args.name, version=args.version,
         preprocessor=preprocessor, label_names=args.labels.split(",") if args.labels else None,
         warmup=not args.no_warmup, **options)
     print(f"Exported {args.model} -> {path}")
@@ -182,7 +187,7 @@ def build_parser():
                             "with --model_name")
     serve.add_argument("--model_name", help="serve --model_base_path as this one model")
     serve.add_argument("--model_config_file",
-                       help="text ModelServerConfig (e.g. serving/models.config): version "
+                       help="text ModelServerConfig (e.g. deploy/models.config): version "
                             "policies and labels")
     serve.add_argument("--host", default="127.0.0.1",
                        help="interface to bind (default: this machine only)")
@@ -200,12 +205,16 @@ def build_parser():
     export.add_argument("--name", required=True, help="model name (TF Serving's model name)")
     export.add_argument("--base_dir", default="saved_models")
     export.add_argument("--version", type=int, help="default: one more than the newest")
-    export.add_argument("--task", help="default: from the model class (classifier, "
-                                       "span_labeler, token_classifier, ...)")
     export.add_argument("--preprocessor", help="preset/checkpoint for the tokenizer when the "
-                                               "model has no preprocessor of its own")
-    export.add_argument("--sequence_length", type=int, default=128)
-    export.add_argument("--pair", action="store_true", help="classifier on text pairs")
+                                               "model has no preprocessor of its own (a bare "
+                                               "BertEncoder)")
+    export.add_argument("--sequence_length", type=int, default=128,
+                        help="with --preprocessor: the packed length")
+    export.add_argument("--pair", action="store_true", help="classifier on text pairs "
+                                                            "(the same as --option pair=true)")
+    export.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a task's export option, e.g. max_answer_length=30 (span labeler); "
+                             "repeatable")
     export.add_argument("--labels", help="comma-separated label names")
     export.add_argument("--no_warmup", action="store_true")
     export.set_defaults(run=_export, user_errors=True)

@@ -38,8 +38,15 @@ def test_every_finetune_recipe_loads():
 def test_recipe_errors_name_the_problem(tmp_path):
     with pytest.raises(RecipeError, match="unknown recipe key 'training.epoch'.*training.epochs"):
         load_recipe("sentiment_rotten_tomatoes_cpu", ["training.epoch=2"])
-    with pytest.raises(RecipeError, match="'data.max_seq_length' must be a int"):
-        load_recipe("sentiment_rotten_tomatoes_cpu", ["data.max_seq_length=\"long\""])
+    with pytest.raises(RecipeError, match="'data.sequence_length' must be a int"):
+        load_recipe("sentiment_rotten_tomatoes_cpu", ["data.sequence_length=\"long\""])
+    # keys and task names of older recipes say what they are called now
+    with pytest.raises(RecipeError, match="'data.max_seq_length' is now 'data.sequence_length'"):
+        load_recipe("sentiment_rotten_tomatoes_cpu", ["data.max_seq_length=64"])
+    old_task = tmp_path / "old.json"
+    old_task.write_text(json.dumps({"task": "squad"}))
+    with pytest.raises(RecipeError, match="task 'squad' is now called 'span_labeler'"):
+        load_recipe(str(old_task))
     bad_task = tmp_path / "bad.json"
     bad_task.write_text(json.dumps({"task": "translation"}))
     with pytest.raises(RecipeError, match="unknown task 'translation'"):
@@ -119,7 +126,7 @@ def test_ner_run_on_wnut16(tmp_path):
 @one_backend
 def test_squad_run_on_quoref(tmp_path):
     metrics, output = _run("squad_quoref_cpu", tmp_path, "data.max_train_examples=32",
-                           "data.max_eval_examples=20", "data.max_seq_length=128",
+                           "data.max_eval_examples=20", "data.sequence_length=128",
                            "data.doc_stride=64")
     assert metrics["total"] == 20 and 0 <= metrics["f1"] <= 100
     with open(os.path.join(output, "predictions.json")) as f:
@@ -151,5 +158,5 @@ def test_multiple_choice_run_on_swag_format(tmp_path):
                                  *endings, label])
     metrics, output = _run("swag_gpu", tmp_path, "training.precision=\"float32\"",
                            f"data.train_file=\"{tmp_path / 'train.csv'}\"",
-                           f"data.eval_file=\"{tmp_path / 'val.csv'}\"", "data.max_seq_length=48")
+                           f"data.eval_file=\"{tmp_path / 'val.csv'}\"", "data.sequence_length=48")
     assert metrics["eval_examples"] == 12 and 0 <= metrics["accuracy"] <= 1

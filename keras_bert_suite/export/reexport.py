@@ -36,7 +36,7 @@ def main(spec_path):
 
     import keras_bert_suite.text  # noqa: F401  registers the serializable text classes
     import keras_bert_suite.models  # noqa: F401  registers the encoder and task classes
-    from keras_bert_suite.export.archive import write_saved_model
+    from keras_bert_suite.export.tf_writer import write_saved_model
 
     with open(spec_path) as f:
         spec = json.load(f)

@@ -43,9 +43,12 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
         if getattr(model, "preprocessor", None) is None:
             raise ValueError("Exporting raw-text signatures needs a preprocessor: build the "
                              "model with one (from_preset does) or pass preprocessor=.")
+        from keras_bert_suite.export.tf_writer import model_signatures
+
+        model_signatures(model, options)  # wrong options fail here, before any file is made
         with versions.atomic_version_dir(model_dir, version) as (directory, version):
             if keras.backend.backend() == "tensorflow":
-                from keras_bert_suite.export.archive import write_saved_model
+                from keras_bert_suite.export.tf_writer import write_saved_model
 
                 write_saved_model(model, directory, options, name, warmup)
             else:

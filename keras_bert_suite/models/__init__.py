@@ -1,5 +1,5 @@
 from keras_bert_suite.models.encoder import BertEncoder
-from keras_bert_suite.models.presets import list_presets
+from keras_bert_suite.checkpoints.presets import list_presets
 from keras_bert_suite.tasks.pretrainer.model import BertPretrainer
 from keras_bert_suite.tasks.classifier.model import BertClassifier
 from keras_bert_suite.tasks.feature_extractor.model import BertFeatureExtractor

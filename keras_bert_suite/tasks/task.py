@@ -68,7 +68,7 @@ def dropout_and_dense(encoder, units, dropout, name="logits"):
                                name=name))
 
 
-def _is_auto(value):
+def is_auto(value):
     return isinstance(value, str) and value == "auto"
 
 
@@ -175,6 +175,8 @@ class BertTask(BertModelBase, keras.Model):
                                  "validation_data=(texts, labels) instead.")
             # The pipeline shuffled the examples already (Keras cannot shuffle a dataset).
             x, y, sample_weight, batch_size, shuffle = pipeline, None, None, None, False
+        elif task_inputs.is_dataset(x):
+            shuffle = False  # a dataset shuffles itself; Keras would only warn
         return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
                            validation_data=validation_data, shuffle=shuffle, **kwargs)
 
@@ -226,9 +228,14 @@ class BertTask(BertModelBase, keras.Model):
     def serving_signatures(self, **options):
         """{signature name: export.signature.ServingSignature} with "serving_default" (raw
         text in) first; `options` are the task's answer options. Each task defines it."""
-        raise NotImplementedError(f"{type(self).__name__} declares no serving signatures.")
+        raise NotImplementedError(
+            f"{type(self).__name__} declares no serving signatures; export its encoder "
+            "(export_saved_model(model.encoder, preprocessor=...)) or a task model instead.")
 
     # === Training set-up ===
+
+    def default_optimizer(self):
+        return create_optimizer("adamw", learning_rate=DEFAULT_LEARNING_RATE)
 
     def default_loss(self):
         return None
@@ -236,24 +243,31 @@ class BertTask(BertModelBase, keras.Model):
     def default_metrics(self):
         return None
 
+    def default_weighted_metrics(self):
+        return None
+
     def default_loss_weights(self):
         return None
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
+                **kwargs):
         """`keras.Model.compile`; every "auto" argument gets this task's default.
 
         Optimizer: `create_optimizer("adamw", learning_rate=5e-5)` (constant rate, weight
         decay 0.01 except LayerNorm/bias, global clipnorm 1.0, as BERT fine-tuned).
         """
-        if _is_auto(optimizer):
-            optimizer = create_optimizer("adamw", learning_rate=DEFAULT_LEARNING_RATE)
-        if _is_auto(loss):
+        if is_auto(optimizer):
+            optimizer = self.default_optimizer()
+        if is_auto(loss):
             loss = self.default_loss()
             if self.default_loss_weights() is not None:
                 kwargs.setdefault("loss_weights", self.default_loss_weights())
-        if _is_auto(metrics):
+        if is_auto(metrics):
             metrics = self.default_metrics()
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        if is_auto(weighted_metrics):
+            weighted_metrics = self.default_weighted_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, **kwargs)
 
     # === Presets and serialization ===
 
@@ -280,24 +294,43 @@ class BertTask(BertModelBase, keras.Model):
             logger.info("%s holds a saved %s; building a new head because task arguments "
                         "were given.", preset, saved["class_name"])
         overrides = {**cls.preset_encoder_overrides, **(encoder_overrides or {})}
-        encoder = BertEncoder.from_preset(preset, load_weights=load_weights, **overrides)
-        if _is_auto(preprocessor):
+        if is_auto(preprocessor):
             preprocessor = cls.preprocessor_class.from_preset(
                 preset, sequence_length=sequence_length or cls.default_sequence_length)
+        return cls._from_checkpoint(preset, load_weights, overrides, preprocessor,
+                                    task_arguments)
+
+    @classmethod
+    def _from_checkpoint(cls, preset, load_weights, encoder_overrides, preprocessor,
+                         task_arguments):
+        """The task with its encoder from `preset` and a new head (the pretrainer also takes
+        its heads from the checkpoint)."""
+        encoder = BertEncoder.from_preset(preset, load_weights=load_weights, **encoder_overrides)
         return cls(encoder, preprocessor=preprocessor, **task_arguments)
 
-    def save_to_preset(self, directory):
+    def preset_weights(self):
+        """{canonical weight name: variable} written to the preset's model.weights.npz."""
+        return self.encoder.weight_map()
+
+    def save_to_preset(self, directory, vocabulary=None, lowercase=None):
         """Writes a preset directory: the encoder preset (config.json, model.weights.npz,
         vocab.txt: `BertEncoder.from_preset` and other tasks read it) plus task.json (this
         task's config, head and preprocessor included) and task.weights.h5, so
-        `type(self).from_preset(directory)` returns this task as it is now."""
+        `type(self).from_preset(directory)` returns this task as it is now. The vocabulary
+        is the preprocessor's unless `vocabulary` (a path, a token list or a tokenizer) is
+        given."""
+        from keras_bert_suite.checkpoints import preset_dir
+
         tokenizer = getattr(self.preprocessor, "tokenizer", None)
-        self.encoder.save_preset(
-            directory, vocabulary=tokenizer,
-            lowercase=tokenizer.lowercase if tokenizer is not None else True)
+        vocabulary = vocabulary if vocabulary is not None else tokenizer
+        if lowercase is None:
+            lowercase = getattr(vocabulary, "lowercase", getattr(tokenizer, "lowercase", True))
+        preset_dir.save(directory, self.encoder.get_config(), self.preset_weights(), vocabulary,
+                        lowercase)
         with open(os.path.join(directory, TASK_CONFIG_FILE), "w") as f:
             json.dump(keras.saving.serialize_keras_object(self), f)
-        self.save_weights(os.path.join(directory, TASK_WEIGHTS_FILE))
+        _weights_io().save_weights_only(self, os.path.join(directory, TASK_WEIGHTS_FILE),
+                                        objects_to_skip=_optimizer_of(self))
         return directory
 
 
@@ -316,6 +349,18 @@ def _concatenate_rows(arrays):
     return np.concatenate(padded)
 
 
+def _weights_io():
+    # Keras' weights-file writer/reader, which can leave objects out: a preset carries the
+    # model's weights, not a training run's optimizer state (as KerasHub's presets).
+    from keras.src.saving import saving_lib
+
+    return saving_lib
+
+
+def _optimizer_of(model):
+    return [model.optimizer] if getattr(model, "optimizer", None) is not None else None
+
+
 def _saved_task(preset, cls):
     """The task.json of a preset directory saved from `cls` (or a subclass), else None."""
     path = os.path.join(os.fspath(preset), TASK_CONFIG_FILE)
@@ -332,10 +377,11 @@ def _saved_task(preset, cls):
 def _load_saved_task(preset, saved, load_weights, sequence_length, preprocessor):
     task = keras.saving.deserialize_keras_object(saved)
     if load_weights:
-        task.load_weights(os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE))
+        _weights_io().load_weights_only(task, os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE),
+                                        objects_to_skip=_optimizer_of(task))
     if preprocessor is None:
         task.preprocessor = None
-    elif not _is_auto(preprocessor):
+    elif not is_auto(preprocessor):
         task.preprocessor = preprocessor
     elif sequence_length is not None and task.preprocessor is not None:
         config = task.preprocessor.get_config()

@@ -1,5 +1,6 @@
-"""Real SQuAD-format data for the SQuAD tests: Quoref questions (BIG-bench; fine-tuning and
-evaluation only, never pre-training) and Model Garden's features for the same questions."""
+"""Real SQuAD-format data for the span labeler tests: Quoref questions (BIG-bench; fine-tuning
+and evaluation only, never pre-training), our `SpanLabelerPreprocessor` windows and Model
+Garden's squad_lib features for the same questions."""
 
 import collections
 import copy
@@ -13,8 +14,10 @@ import pytest
 from keras_bert_suite.data import corpora
 from keras_bert_suite.tasks.span_labeler import quoref
 from keras_bert_suite.tasks.span_labeler import squad
+from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 
 NUM_QUESTIONS = 80  # Model Garden's Python tokenizer makes more slow
+MAX_QUERY_LENGTH = 64  # Model Garden's (and run_squad's) default, used for both sides
 
 
 def quoref_task_path():
@@ -73,17 +76,17 @@ def model_garden_max_context(features, max_seq_length):
     return mask
 
 
-def noisy_logits(features, seed=0, noise=1.0, boost=5.0):
+def noisy_logits(windows, seed=0, noise=1.0, boost=5.0):
     """[N, T] start/end logits: Gaussian noise plus `boost` at the gold positions, so the
     best span is often, not always, the gold one (padding gets BertSpanLabeler's -1e9)."""
     rng = np.random.default_rng(seed)
-    shape = features.token_ids.shape
-    start = rng.normal(scale=noise, size=shape).astype(np.float32)
-    end = rng.normal(scale=noise, size=shape).astype(np.float32)
-    rows = np.arange(len(features))
-    start[rows, features.start_positions] += boost
-    end[rows, features.end_positions] += boost
-    padding = features.padding_mask == 0
+    token_ids = np.asarray(windows.inputs["token_ids"])
+    start = rng.normal(scale=noise, size=token_ids.shape).astype(np.float32)
+    end = rng.normal(scale=noise, size=token_ids.shape).astype(np.float32)
+    rows = np.arange(len(token_ids))
+    start[rows, np.asarray(windows.labels["start_positions"])] += boost
+    end[rows, np.asarray(windows.labels["end_positions"])] += boost
+    padding = np.asarray(windows.inputs["padding_mask"]) == 0
     start[padding] = end[padding] = -1e9
     return start, end
 
@@ -111,8 +114,9 @@ def quoref_dataset(version_2=False):
 
 @functools.lru_cache(maxsize=None)
 def features_pair(version_2, max_seq_length, doc_stride):
-    """((our examples, our features), (Model Garden examples, features)) for quoref_dataset,
-    computed once per process (shared by the SQuAD feature, post-processing and metric tests)."""
+    """((our examples, our `SpanWindows`), (Model Garden examples, features)) for
+    quoref_dataset, computed once per process (shared by the window, post-processing and
+    metric tests)."""
     from keras_bert_suite.checkpoints import packaged_checkpoint_dir
     from keras_bert_suite.tasks.span_labeler.quoref import write_squad_json
 
@@ -122,11 +126,20 @@ def features_pair(version_2, max_seq_length, doc_stride):
         path = write_squad_json(data, os.path.join(tmp, "quoref.json"))
         reference = model_garden_features(
             path, vocab_path(packaged_checkpoint_dir("all-MiniLM-L6-v2")), max_seq_length,
-            doc_stride, version_2=version_2)
+            doc_stride, MAX_QUERY_LENGTH, version_2=version_2)
     return ours, reference
 
 
-def featurize(tokenizer, squad_json, max_seq_length=384, doc_stride=128, is_training=True):
+def featurize(tokenizer, squad_json, max_seq_length=384, doc_stride=128, with_answers=True):
+    """(examples, `SpanWindows`): all examples windowed at once by the task's preprocessor
+    (first answer as the label, -1 for unanswerable questions)."""
     examples = squad.examples_from_squad_json(squad_json)
-    featurizer = squad.SquadFeaturizer(tokenizer, max_seq_length, doc_stride)
-    return examples, featurizer.featurize(examples, is_training=is_training)
+    preprocessor = SpanLabelerPreprocessor(tokenizer, max_seq_length, doc_stride,
+                                           max_question_length=MAX_QUERY_LENGTH)
+    answer_start = answer_text = None
+    if with_answers:
+        answer_start = [-1 if e.is_impossible else e.answer_start for e in examples]
+        answer_text = ["" if e.is_impossible else e.answer_text for e in examples]
+    windows = preprocessor.windows([e.question for e in examples],
+                                   [e.context for e in examples], answer_start, answer_text)
+    return examples, windows

@@ -1,12 +1,17 @@
-"""CoNLL reading, WordPiece alignment and windowing, on the real WNUT-16 tweets."""
+"""CoNLL reading, and the token classifier's chunks (TokenClassifierPreprocessor) on the real
+WNUT-16 tweets: labels at each word's first piece, long sentences in chunks, raw text."""
 
 import collections
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from keras_bert_suite.tasks.token_classifier import conll
 from keras_bert_suite.data import corpora
+from keras_bert_suite.tasks.token_classifier import conll
+from keras_bert_suite.tasks.token_classifier.postprocessor import per_sentence, word_tags
+from keras_bert_suite.tasks.token_classifier.preprocessor import IGNORE_LABEL
+from keras_bert_suite.tasks.token_classifier.preprocessor import TokenClassifierPreprocessor
 
 pytestmark = pytest.mark.backend_independent
 
@@ -27,13 +32,50 @@ def wnut_labels(wnut):
 
 
 @pytest.fixture(scope="module")
-def aligner(uncased_tokenizer, wnut_labels):
-    return conll.WordPieceAligner(uncased_tokenizer, wnut_labels, sequence_length=128)
+def preprocessor(uncased_tokenizer):
+    return TokenClassifierPreprocessor(uncased_tokenizer, sequence_length=128)
 
 
 @pytest.fixture(scope="module")
-def wnut_windows(aligner, wnut):
-    return aligner.encode(wnut)
+def word_pieces(wnut, uncased_tokenizer):
+    """Independent reference: every WNUT word tokenized alone (Python API), [UNK] for a word
+    that tokenizes to nothing; one list of piece lists per sentence."""
+    flat = uncased_tokenizer.encode_batch([w for s in wnut for w in s.words])
+    flat = [ids or [uncased_tokenizer.unknown_token_id] for ids in flat]
+    result, at = [], 0
+    for sentence in wnut:
+        result.append(flat[at:at + len(sentence.words)])
+        at += len(sentence.words)
+    return result
+
+
+def _label_ids(sentences, labels):
+    index = {tag: i for i, tag in enumerate(labels)}
+    return [[index[t] for t in s.tags] for s in sentences]
+
+
+def _expected_chunks(word_pieces, label_ids, sequence_length):
+    """[CLS] + consecutive runs of sequence_length - 2 pieces + [SEP], padded; a word's label
+    at its first piece. -> (token_ids, labels, sentence of each chunk) numpy."""
+    chunk = sequence_length - 2
+    token_rows, label_rows, owners = [], [], []
+    for s, (words, labels) in enumerate(zip(word_pieces, label_ids)):
+        pieces = [p for word in words for p in word]
+        piece_labels = [label if i == 0 else IGNORE_LABEL
+                        for word, label in zip(words, labels) for i in range(len(word))]
+        for begin in range(0, max(len(pieces), 1), chunk):
+            ids = [101] + pieces[begin:begin + chunk] + [102]
+            row_labels = [IGNORE_LABEL] + piece_labels[begin:begin + chunk] + [IGNORE_LABEL]
+            token_rows.append(ids + [0] * (sequence_length - len(ids)))
+            label_rows.append(row_labels + [IGNORE_LABEL] * (sequence_length - len(ids)))
+            owners.append(s)
+    return np.array(token_rows), np.array(label_rows), np.array(owners)
+
+
+@pytest.fixture(scope="module")
+def wnut_chunks(preprocessor, wnut, wnut_labels):
+    return preprocessor.chunks([list(s.words) for s in wnut],
+                               labels=_label_ids(wnut, wnut_labels))
 
 
 def _write(tmp_path, text, name="data.txt"):
@@ -105,138 +147,207 @@ def test_bad_tag_column_invalid_utf8_and_missing_file(tmp_path):
         conll.read_conll(str(tmp_path / "missing.txt"))
 
 
-def test_unknown_tag_names_file_line_and_known_tags(tmp_path, uncased_tokenizer):
+def test_unknown_tag_names_file_line_and_known_tags(tmp_path, preprocessor):
     path = _write(tmp_path, "Peter\tB-PER\n\nParis\tO\nagain\tB-LOC\n")
-    aligner = conll.WordPieceAligner(uncased_tokenizer, ["O", "B-PER"], sequence_length=16)
-    with pytest.raises(ValueError, match=r"data.txt:4: unknown tag 'B-LOC'; the known tags are "
-                                         r"\['O', 'B-PER'\]"):
-        aligner.encode(conll.read_conll(path))
+    message = r"data.txt:4: unknown tag 'B-LOC'; the known tags are \['O', 'B-PER'\]"
+    with pytest.raises(ValueError, match=message):
+        conll.check_labels(conll.read_conll(path), ["O", "B-PER"])
+    with pytest.raises(ValueError, match=message):
+        conll.training_dataset(preprocessor, conll.read_conll(path), ["O", "B-PER"])
 
 
-# === alignment ===
+# === chunks ===
 
 def test_ignore_label_matches_the_token_classifier_loss():
-    from keras_bert_suite.models import token_losses
+    from keras_bert_suite.training import losses
 
-    assert conll.IGNORE_LABEL == token_losses.IGNORE_LABEL == -100
+    assert IGNORE_LABEL == losses.IGNORE_LABEL == -100
 
 
-def test_every_wnut_word_is_labelled_once_and_round_trips(wnut, wnut_windows, aligner, wnut_labels):
-    windows = wnut_windows
-    assert windows.token_ids.shape == (2394, 128)  # no tweet needs a second window at 128
-    labelled = windows.label_ids != conll.IGNORE_LABEL
-    np.testing.assert_array_equal(labelled, windows.first_piece_mask())
+def test_labels_sit_on_each_word_first_piece(wnut, wnut_chunks, word_pieces, wnut_labels):
+    label_ids = _label_ids(wnut, wnut_labels)
+    token_ids, labels, owners = _expected_chunks(word_pieces, label_ids, 128)
+    assert len(token_ids) == len(wnut) == 2394  # no tweet needs a second chunk at 128
+    np.testing.assert_array_equal(wnut_chunks.inputs["token_ids"], token_ids)
+    np.testing.assert_array_equal(wnut_chunks.labels, labels)
+    np.testing.assert_array_equal(wnut_chunks.inputs["padding_mask"], token_ids != 0)
+    assert not np.asarray(wnut_chunks.inputs["segment_ids"]).any()
+    labelled = labels != IGNORE_LABEL
     np.testing.assert_array_equal(labelled.sum(1), [len(s.words) for s in wnut])
-    assert aligner.gold_tags(windows) == [list(s.tags) for s in wnut]
-    # The label at a word's first piece is that word's tag.
-    first_sentence = windows.label_ids[0][labelled[0]]
-    assert [wnut_labels[i] for i in first_sentence] == list(wnut[0].tags)
-    # Special tokens and padding: ignored, word id -1.
-    lengths = windows.padding_mask.sum(1)
-    rows = np.arange(len(lengths))
-    assert (windows.token_ids[:, 0] == 101).all()
-    assert (windows.token_ids[rows, lengths - 1] == 102).all()
-    assert (windows.word_ids[:, 0] == -1).all() and (windows.word_ids[rows, lengths - 1] == -1).all()
-    assert (windows.label_ids[windows.padding_mask == 0] == conll.IGNORE_LABEL).all()
-    assert (windows.token_ids[windows.padding_mask == 0] == 0).all()
-    assert (windows.segment_ids == 0).all()
+    assert [wnut_labels[i] for i in labels[0][labelled[0]]] == list(wnut[0].tags)
+    # Where every piece sits, and which pieces start a word.
+    chunk, position = np.asarray(wnut_chunks.piece_chunk), np.asarray(wnut_chunks.piece_position)
+    first = np.asarray(wnut_chunks.first_piece)
+    flat = [p for words in word_pieces for word in words for p in word]
+    np.testing.assert_array_equal(token_ids[chunk, position], flat)
+    np.testing.assert_array_equal(labelled[chunk, position], first)
+    assert labelled.sum() == first.sum() == len(np.asarray(wnut_chunks.word_row))
+    np.testing.assert_array_equal(wnut_chunks.num_words, [len(s.words) for s in wnut])
+    assert wnut_chunks.words is None  # pre-split: the caller has the words
 
 
-def test_word_ids_and_token_ids_match_transformers(minilm_dir, wnut, wnut_windows):
+def test_token_ids_match_transformers(minilm_dir, wnut, wnut_chunks):
     transformers = pytest.importorskip("transformers")
     reference = transformers.BertTokenizerFast.from_pretrained(minilm_dir)
     encoded = reference([list(s.words) for s in wnut], is_split_into_words=True,
                         padding="max_length", max_length=128)
-    np.testing.assert_array_equal(wnut_windows.token_ids, encoded["input_ids"])
-    np.testing.assert_array_equal(wnut_windows.padding_mask, encoded["attention_mask"])
-    word_ids = [[-1 if w is None else w for w in encoded.word_ids(i)] for i in range(len(wnut))]
-    np.testing.assert_array_equal(wnut_windows.word_ids, word_ids)
+    # Hugging Face gives a word that tokenizes to nothing no piece (we give it [UNK], see
+    # below); WNUT-16 has no such word, so every row is the same.
+    token_ids = np.asarray(wnut_chunks.inputs["token_ids"])
+    np.testing.assert_array_equal(token_ids, encoded["input_ids"])
+    np.testing.assert_array_equal(wnut_chunks.inputs["padding_mask"], encoded["attention_mask"])
+    labelled = np.asarray(wnut_chunks.labels) != IGNORE_LABEL
+    for s in range(len(wnut)):
+        word_ids = encoded.word_ids(s)
+        starts = [i > 0 and w is not None and w != word_ids[i - 1]
+                  for i, w in enumerate(word_ids)]
+        np.testing.assert_array_equal(labelled[s], starts)
 
 
 def test_a_word_that_tokenizes_to_nothing_becomes_unk(uncased_tokenizer, minilm_dir):
     # U+200B (a format character) and BEL (a control character) are dropped by BERT's
-    # cleaning; a lone combining accent is stripped by the uncased normalization.
-    words = ("Paris", "\u200b", "\x07", "\u0301", "rocks")
-    sentence = conll.TaggedSentence(words, ("B-LOC", "O", "B-LOC", "I-LOC", "O"))
-    aligner = conll.WordPieceAligner(uncased_tokenizer, ["O", "B-LOC", "I-LOC"], 16)
-    windows = aligner.encode([sentence])
+    # cleaning; a lone combining accent is stripped by the uncased normalization; "" is empty.
+    words = ["Paris", "\u200b", "\x07", "\u0301", "", "rocks"]
+    preprocessor = TokenClassifierPreprocessor(uncased_tokenizer, sequence_length=16)
+    chunks = preprocessor.chunks([words], labels=[[1, 0, 1, 2, 2, 0]])
     unk = uncased_tokenizer.unknown_token_id
-    assert windows.token_ids[0, :7].tolist() == [101, 3000, unk, unk, unk, 5749, 102]
-    assert windows.word_ids[0, :7].tolist() == [-1, 0, 1, 2, 3, 4, -1]
-    assert windows.label_ids[0, :7].tolist() == [-100, 1, 0, 1, 2, 0, -100]
-    assert aligner.gold_tags(windows) == [list(sentence.tags)]
+    assert chunks.inputs["token_ids"][0, :8].tolist() == [101, 3000, unk, unk, unk, unk, 5749,
+                                                          102]
+    assert np.asarray(chunks.labels)[0, :8].tolist() == [-100, 1, 0, 1, 2, 2, 0, -100]
+    assert np.asarray(chunks.num_words).tolist() == [6]
     # Hugging Face gives those words no position at all (the documented difference).
     transformers = pytest.importorskip("transformers")
     encoded = transformers.BertTokenizerFast.from_pretrained(minilm_dir)(
-        list(words), is_split_into_words=True)
+        [w for w in words if w], is_split_into_words=True)
     assert encoded.word_ids() == [None, 0, 4, None]
 
 
-def test_long_sentences_are_split_at_word_boundaries(wnut, wnut_windows, uncased_tokenizer,
-                                                     wnut_labels):
-    aligner = conll.WordPieceAligner(uncased_tokenizer, wnut_labels, sequence_length=8)
-    windows = aligner.encode(wnut)
-    assert len(windows.token_ids) > 4 * len(wnut)  # many tweets need several windows
-    assert windows.padding_mask.sum(1).max() <= 8
-    assert aligner.gold_tags(windows) == [list(s.tags) for s in wnut]
-    # Each sentence's windows are consecutive, cover its words in order, each word once,
-    # and together hold the pieces of the one-window encoding, except that a word of more
-    # than 6 pieces (URLs) keeps its first 6.
-    first = windows.first_piece_mask()
+def test_long_sentences_are_cut_into_consecutive_chunks(wnut, word_pieces, uncased_tokenizer,
+                                                        wnut_labels):
+    preprocessor = TokenClassifierPreprocessor(uncased_tokenizer, sequence_length=8)
+    label_ids = _label_ids(wnut, wnut_labels)
+    chunks = preprocessor.chunks([list(s.words) for s in wnut], labels=label_ids)
+    token_ids, labels, owners = _expected_chunks(word_pieces, label_ids, 8)
+    np.testing.assert_array_equal(chunks.inputs["token_ids"], token_ids)
+    np.testing.assert_array_equal(chunks.labels, labels)
+    assert len(token_ids) > 4 * len(wnut)  # many tweets need several chunks
+    # Every chunk but a sentence's last holds exactly 6 = sequence_length - 2 pieces, and the
+    # chunks of a sentence hold its pieces in order, every word's label exactly once.
+    mask = np.asarray(chunks.inputs["padding_mask"])
     for s in (0, 1, 500, 2393):
-        rows = np.flatnonzero(windows.sentence_index == s)
+        rows = np.flatnonzero(owners == s)
         np.testing.assert_array_equal(rows, np.arange(rows[0], rows[-1] + 1))
-        words = np.concatenate([windows.word_ids[r][first[r]] for r in rows])
-        np.testing.assert_array_equal(words, np.arange(len(wnut[s].words)))
-        pieces = np.concatenate([windows.token_ids[r][windows.word_ids[r] >= 0] for r in rows])
-        whole = wnut_windows.token_ids[s]
-        expected = [whole[wnut_windows.word_ids[s] == w][:6] for w in range(len(wnut[s].words))]
-        np.testing.assert_array_equal(pieces, np.concatenate(expected))
-    assert sum(len(p) > 6 for p in aligner.word_pieces(wnut[1].words)) == 1  # its URL
+        assert (mask[rows[:-1]].sum(1) == 8).all() and 3 <= mask[rows[-1]].sum() <= 8
+        pieces = np.concatenate([token_ids[r][1:mask[r].sum() - 1] for r in rows])
+        np.testing.assert_array_equal(pieces, [p for word in word_pieces[s] for p in word])
+        row_labels = np.concatenate([labels[r] for r in rows])
+        np.testing.assert_array_equal(row_labels[row_labels != IGNORE_LABEL], label_ids[s])
+    # A word longer than a chunk goes on in the next chunk (its label stays on the first).
+    one = preprocessor.chunks([["to", "a-b-c-d-e", "x"]], labels=[[0, 1, 0]])
+    a, b, c, d, e, hyphen, to, x = (uncased_tokenizer.token_to_id(t)
+                                    for t in ("a", "b", "c", "d", "e", "-", "to", "x"))
+    assert one.inputs["token_ids"].tolist() == [[101, to, a, hyphen, b, hyphen, c, 102],
+                                                [101, hyphen, d, hyphen, e, x, 102, 0]]
+    assert np.asarray(one.labels).tolist() == [[-100, 0, 1, -100, -100, -100, -100, -100],
+                                   [-100, -100, -100, -100, -100, 0, -100, -100]]
 
 
-def test_a_word_longer_than_a_window_keeps_its_first_pieces(uncased_tokenizer):
-    sentence = conll.TaggedSentence(("to", "a-b-c-d", "x"), ("O", "B-X", "O"))
-    aligner = conll.WordPieceAligner(uncased_tokenizer, ["O", "B-X"], sequence_length=5)
-    windows = aligner.encode([sentence])
-    a, b, hyphen = (uncased_tokenizer.token_to_id(t) for t in ("a", "b", "-"))
-    assert windows.token_ids[:, :5].tolist() == [
-        [101, uncased_tokenizer.token_to_id("to"), 102, 0, 0],
-        [101, a, hyphen, b, 102],
-        [101, uncased_tokenizer.token_to_id("x"), 102, 0, 0]]
-    assert aligner.gold_tags(windows) == [["O", "B-X", "O"]]
+def test_word_tags_read_each_word_first_piece(wnut, wnut_chunks, wnut_labels):
+    logits = np.random.default_rng(0).normal(
+        size=(*wnut_chunks.inputs["token_ids"].shape, len(wnut_labels))).astype(np.float32)
+    tag_ids, scores = word_tags(wnut_chunks, logits)
+    labelled = np.asarray(wnut_chunks.labels) != IGNORE_LABEL
+    np.testing.assert_array_equal(tag_ids, logits.argmax(-1)[labelled])
+    probabilities = np.exp(logits[labelled]) / np.exp(logits[labelled]).sum(-1, keepdims=True)
+    np.testing.assert_allclose(scores, probabilities.max(-1), rtol=1e-5, atol=1e-7)
+    padded = np.asarray(per_sentence(tag_ids, wnut_chunks, -1))
+    assert padded.shape == (len(wnut), max(len(s.words) for s in wnut))
+    assert [len(row[row >= 0]) for row in padded] == [len(s.words) for s in wnut]
 
 
-def test_decode_maps_predictions_back_to_words(wnut, wnut_windows, aligner, wnut_labels):
-    logits = np.random.default_rng(0).normal(size=(*wnut_windows.token_ids.shape, len(wnut_labels)))
-    tags = aligner.decode(wnut_windows, logits)
-    assert [len(t) for t in tags] == [len(s.words) for s in wnut]
-    first = wnut_windows.first_piece_mask()
-    expected = logits.argmax(-1)[first]
-    assert [wnut_labels.index(t) for sentence in tags for t in sentence] == expected.tolist()
-    assert aligner.decode(wnut_windows, logits.argmax(-1)) == tags
-    with pytest.raises(ValueError, match=r"predictions have shape \(3, 128\); expected \(2394, 128\)"):
-        aligner.decode(wnut_windows, np.zeros((3, 128), np.int32))
-    with pytest.raises(ValueError, match=r"label ids must be in \[0, 21\)"):
-        aligner.decode(wnut_windows, np.full((2394, 128), 21))
-
-
-def test_to_dataset_yields_encoder_inputs_and_labels(wnut_windows):
-    ds = conll.to_dataset(wnut_windows, batch_size=32)
-    x, y = next(iter(ds))
+def test_training_dataset_yields_every_chunk(wnut, wnut_chunks, preprocessor, wnut_labels):
+    dataset, count = conll.training_dataset(preprocessor, wnut, wnut_labels, batch_size=32,
+                                            shuffle=False)
+    assert count == len(wnut_chunks.labels) == 2394
+    x, y = next(iter(dataset))
     assert sorted(x) == ["padding_mask", "segment_ids", "token_ids"]
     assert y.shape == (32, 128) and y.dtype.name == "int32"
-    np.testing.assert_array_equal(x["token_ids"].numpy(), wnut_windows.token_ids[:32])
-    np.testing.assert_array_equal(y.numpy(), wnut_windows.label_ids[:32])
-    shuffled = conll.to_dataset(wnut_windows, batch_size=4096, shuffle=True, seed=1)
+    np.testing.assert_array_equal(x["token_ids"].numpy(), wnut_chunks.inputs["token_ids"][:32])
+    np.testing.assert_array_equal(y.numpy(), wnut_chunks.labels[:32])
+    short = TokenClassifierPreprocessor(preprocessor.tokenizer, sequence_length=8)
+    _, short_count = conll.training_dataset(short, wnut[:100], wnut_labels, shuffle=False)
+    assert short_count == len(short.chunks([list(s.words) for s in wnut[:100]]).inputs[
+        "token_ids"]) > 400
+    shuffled, _ = conll.training_dataset(preprocessor, wnut, wnut_labels, batch_size=4096,
+                                         seed=1)
     _, all_labels = next(iter(shuffled))
-    assert sorted(all_labels.numpy().sum(1)) == sorted(wnut_windows.label_ids.sum(1))
+    assert sorted(all_labels.numpy().sum(1)) == sorted(np.asarray(wnut_chunks.labels).sum(1))
 
 
-def test_aligner_argument_errors(uncased_tokenizer):
-    with pytest.raises(ValueError, match="distinct tags"):
-        conll.WordPieceAligner(uncased_tokenizer, ["O", "O"])
+def test_pre_split_words_as_ragged_or_padded_tensors(wnut, wnut_chunks, preprocessor):
+    words = [list(s.words) for s in wnut[:40]]
+    ragged = preprocessor.chunks(tf.ragged.constant(words))
+    padded = preprocessor.chunks(tf.ragged.constant(words).to_tensor(""))  # "" = padding
+    for chunks in (ragged, padded):
+        np.testing.assert_array_equal(chunks.inputs["token_ids"],
+                                      wnut_chunks.inputs["token_ids"][:40])
+        assert chunks.labels is None
+    # In tf.data (graph mode), on ragged batches of words and labels.
+    index = {t: i for i, t in enumerate(conll.learn_labels(wnut))}
+    label_ids = tf.ragged.constant([[index[t] for t in s.tags] for s in wnut[:40]])
+    mapped = tf.data.Dataset.from_tensor_slices((tf.ragged.constant(words), label_ids))
+    batches = list(mapped.ragged_batch(16).map(preprocessor).as_numpy_iterator())
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]),
+                                  wnut_chunks.labels[:40])
+
+
+def _python_words(tokenizer, texts):
+    """Independent word split from the Python API: a word starts at every piece that is not
+    "##...", and spans its pieces' character offsets."""
+    vocabulary = tokenizer.get_vocabulary()
+    ids, offsets = tokenizer.encode_batch_with_offsets(texts)
+    words = []
+    for text, row_ids, row_offsets in zip(texts, ids, offsets):
+        row = []
+        for i, (piece, (begin, end)) in enumerate(zip(row_ids, row_offsets)):
+            if i == 0 or not vocabulary[piece].startswith("##"):
+                row.append([begin, end])
+            else:
+                row[-1][1] = end
+        words.append([text[b:e] for b, e in row])
+    return words
+
+
+def test_raw_text_gives_the_tokenizer_words(wnut, uncased_tokenizer, preprocessor):
+    texts = [" ".join(s.words) for s in wnut[:200]] + [
+        "Café naïve 東京! don't", "", "  \u200b "]
+    chunks = preprocessor.chunks(texts)
+    expected = _python_words(uncased_tokenizer, texts)
+    words = [w.decode("utf-8") for w in np.asarray(chunks.words)]
+    rows = np.asarray(chunks.word_row)
+    assert [[w for w, r in zip(words, rows) if r == b] for b in range(len(texts))] == expected
+    assert expected[200] == ["Café", "naïve", "東", "京", "!", "don", "'", "t"]
+    assert expected[201] == expected[202] == []
+    np.testing.assert_array_equal(chunks.num_words, [len(w) for w in expected])
+    # Every word is the text's own substring, in order (cased and accented as written).
+    for b in (0, 7, 200):
+        at = 0
+        for word in expected[b]:
+            at = texts[b].index(word, at) + len(word)
+    assert np.asarray(chunks.first_piece).sum() == len(words)
+    assert chunks.inputs["token_ids"].shape == (203, 128)
+
+
+def test_chunk_errors(uncased_tokenizer, preprocessor):
+    with pytest.raises(ValueError, match="Labels need pre-split words"):
+        preprocessor.chunks(["Paris rocks"], labels=[[1, 0]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Give one label per word"):
+        preprocessor.chunks([["Paris", "rocks"]], labels=[[1]])
+    with pytest.raises(ValueError, match="sentence-level sample_weight|sample_weight is not"):
+        preprocessor([["Paris"]], [[1]], [1.0])
     with pytest.raises(ValueError, match="sequence_length must be an int >= 3"):
-        conll.WordPieceAligner(uncased_tokenizer, ["O"], sequence_length=2)
+        TokenClassifierPreprocessor(uncased_tokenizer, sequence_length=2)
+    with pytest.raises(ValueError, match="tokenizer must be a BertTokenizer"):
+        TokenClassifierPreprocessor(None)
     with pytest.raises(ValueError, match="2 words but 1 tags"):
         conll.TaggedSentence(("a", "b"), ("O",))

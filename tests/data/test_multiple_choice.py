@@ -1,13 +1,14 @@
-"""SWAG reader and (context, choice) packing, with token ids checked against transformers'
-BertTokenizer pair encoding on the real MiniLM vocabulary."""
+"""SWAG reader and the multiple-choice preprocessor's (context, choice) packing, checked
+against an independent Python packing and transformers' pair encoding on the real MiniLM
+vocabulary."""
 
 import csv
 
 import numpy as np
 import pytest
 
+from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
 from keras_bert_suite.tasks.multiple_choice.swag import make_multiple_choice_dataset
-from keras_bert_suite.tasks.multiple_choice.swag import pack_multiple_choice
 from keras_bert_suite.tasks.multiple_choice.swag import read_swag
 
 pytestmark = pytest.mark.backend_independent
@@ -53,9 +54,9 @@ def swag_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hf_tokenizer(minilm_dir):
-    import transformers
+    transformers = pytest.importorskip("transformers")
 
-    return transformers.BertTokenizer.from_pretrained(minilm_dir)
+    return transformers.BertTokenizerFast.from_pretrained(minilm_dir)
 
 
 def test_read_swag(swag_file):
@@ -95,33 +96,100 @@ def test_missing_swag_columns(tmp_path):
         read_swag(path)
 
 
-@pytest.mark.parametrize("sequence_length", [64, 24])  # 24 truncates the longer segment
-def test_packing_matches_transformers(swag_file, uncased_tokenizer, hf_tokenizer,
-                                      sequence_length):
+def _longest_first(n1, n2, budget):
+    """Kept lengths of a pair, Hugging Face `tokenizers`' LongestFirst rule: the shorter
+    segment stays whole when the longer can fill the rest; otherwise both get half, the
+    second one the odd token."""
+    if n1 + n2 <= budget:
+        return n1, n2
+    short, long_ = sorted((n1, n2))
+    if short <= budget // 2:
+        kept = (short, budget - short)
+    else:
+        kept = (budget // 2, budget // 2 + budget % 2)
+    return kept if n1 <= n2 else kept[::-1]
+
+
+def _python_packing(tokenizer, contexts, choices, sequence_length):
+    """Independent packing: encode_batch, longest_first, [CLS] a [SEP] b [SEP], padding."""
+    num_choices = len(choices[0])
+    first = tokenizer.encode_batch([c for c in contexts for _ in range(num_choices)])
+    second = tokenizer.encode_batch([choice for row in choices for choice in row])
+    token_ids, segment_ids, truncated = [], [], []
+    for a, b in zip(first, second):
+        n1, n2 = _longest_first(len(a), len(b), sequence_length - 3)
+        cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+        ids = [cls] + a[:n1] + [sep] + b[:n2] + [sep]
+        segments = [0] * (n1 + 2) + [1] * (n2 + 1)
+        pad = sequence_length - len(ids)
+        token_ids.append(ids + [0] * pad)
+        segment_ids.append(segments + [0] * pad)
+        truncated.append(len(a) + len(b) + 3 > sequence_length)
+    shape = (len(contexts), num_choices, sequence_length)
+    token_ids = np.reshape(token_ids, shape)
+    return ({"token_ids": token_ids, "segment_ids": np.reshape(segment_ids, shape),
+             "padding_mask": (token_ids != 0).astype(np.int32)},
+            np.reshape(truncated, shape[:2]))
+
+
+@pytest.mark.parametrize("sequence_length", [64, 24, 12])  # 24, 12 truncate
+def test_packing_matches_an_independent_packing(swag_file, uncased_tokenizer, hf_tokenizer,
+                                                sequence_length):
     swag = read_swag(swag_file)
-    packed = pack_multiple_choice(swag.contexts, swag.choices, uncased_tokenizer,
-                                  sequence_length=sequence_length)
+    preprocessor = MultipleChoicePreprocessor(uncased_tokenizer, sequence_length)
+    packed, truncated = preprocessor.pack_with_truncation(swag.contexts, swag.choices)
+    packed = {k: np.asarray(v) for k, v in packed.items()}
     assert {k: v.shape for k, v in packed.items()} == {
         name: (3, 4, sequence_length) for name in ("token_ids", "segment_ids", "padding_mask")}
-    for row in (0, 2):
-        expected = hf_tokenizer([swag.contexts[row]] * 4, swag.choices[row],
-                                truncation="longest_first", padding="max_length",
-                                max_length=sequence_length)
-        np.testing.assert_array_equal(packed["token_ids"][row], expected["input_ids"])
-        np.testing.assert_array_equal(packed["segment_ids"][row], expected["token_type_ids"])
-        np.testing.assert_array_equal(packed["padding_mask"][row], expected["attention_mask"])
-    if sequence_length == 24:
-        assert packed["padding_mask"][2].all()  # every pair of row 2 was truncated
-    else:
+    expected, expected_truncated = _python_packing(uncased_tokenizer, swag.contexts,
+                                                   swag.choices, sequence_length)
+    for name in expected:
+        np.testing.assert_array_equal(packed[name], expected[name], err_msg=name)
+    np.testing.assert_array_equal(truncated, expected_truncated)
+    called = preprocessor((swag.contexts, swag.choices))
+    np.testing.assert_array_equal(called["token_ids"], packed["token_ids"])
+    for row in range(3):  # Hugging Face's pair encoding
+        reference = hf_tokenizer([swag.contexts[row]] * 4, swag.choices[row],
+                                 truncation="longest_first", padding="max_length",
+                                 max_length=sequence_length)
+        np.testing.assert_array_equal(packed["token_ids"][row], reference["input_ids"])
+        np.testing.assert_array_equal(packed["segment_ids"][row], reference["token_type_ids"])
+        np.testing.assert_array_equal(packed["padding_mask"][row], reference["attention_mask"])
+    if sequence_length == 64:
+        assert not np.asarray(truncated).any()
         assert packed["token_ids"][0, 0, :3].tolist() == [101, 2372, 1997]  # [CLS] members of
+    else:
+        assert np.asarray(truncated)[2].all()  # every pair of row 2 was truncated
+        assert packed["padding_mask"][2].all()
 
 
 def test_multiple_choice_dataset(swag_file, uncased_tokenizer):
     swag = read_swag(swag_file)
-    batches = list(make_multiple_choice_dataset(swag, uncased_tokenizer, sequence_length=32,
+    preprocessor = MultipleChoicePreprocessor(uncased_tokenizer, sequence_length=32)
+    batches = list(make_multiple_choice_dataset(swag, preprocessor,
                                                 batch_size=2).as_numpy_iterator())
     (x, y), (x2, y2) = batches
     assert x["token_ids"].shape == (2, 4, 32) and y.tolist() == [0, 2] and y2.tolist() == [2]
-    expected = pack_multiple_choice(swag.contexts, swag.choices, uncased_tokenizer, 32)
-    np.testing.assert_array_equal(np.concatenate([x["token_ids"], x2["token_ids"]]),
-                                  expected["token_ids"])
+    expected, _ = _python_packing(uncased_tokenizer, swag.contexts, swag.choices, 32)
+    for name in expected:
+        np.testing.assert_array_equal(np.concatenate([x[name], x2[name]]), expected[name])
+    shuffled = list(make_multiple_choice_dataset(swag, preprocessor, batch_size=3, shuffle=True,
+                                                 seed=0).as_numpy_iterator())
+    (sx, sy), = shuffled
+    order = [int(np.flatnonzero((expected["token_ids"] == row).all(axis=(1, 2)))[0])
+             for row in sx["token_ids"]]
+    assert sorted(order) == [0, 1, 2] and sy.tolist() == swag.labels[order].tolist()
+    unlabelled = read_swag(swag_file, require_labels=False)
+    only_x, = make_multiple_choice_dataset(unlabelled, preprocessor,
+                                           batch_size=4).as_numpy_iterator()  # inputs only
+    np.testing.assert_array_equal(only_x["token_ids"], expected["token_ids"])
+
+
+def test_preprocessor_errors(uncased_tokenizer):
+    preprocessor = MultipleChoicePreprocessor(uncased_tokenizer, sequence_length=16)
+    with pytest.raises(ValueError, match=r"pair \(contexts \[B\], choices \[B, C\]\)"):
+        preprocessor(["A man walks."])
+    with pytest.raises(ValueError, match=r"contexts must be \[B\] and choices"):
+        preprocessor((["A man walks."], ["He sits.", "He runs."]))
+    with pytest.raises(ValueError, match="truncate must be one of"):
+        MultipleChoicePreprocessor(uncased_tokenizer, truncate="end")

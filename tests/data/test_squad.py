@@ -1,49 +1,67 @@
-"""SQuAD features: parity with Model Garden's squad_lib on real Quoref questions, labels,
-character offsets, tf.data, and errors on bad files."""
+"""SQuAD windows (SpanLabelerPreprocessor): parity with Model Garden's squad_lib on real
+Quoref questions, labels, byte offsets, the training dataset, and errors on bad files."""
 
 import json
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bert_suite.tasks.span_labeler import quoref
 from keras_bert_suite.tasks.span_labeler import squad
+from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 from keras_bert_suite.tasks.span_labeler.quoref import write_squad_json
 from tests.data import squad_fixtures as fx
 
 pytestmark = pytest.mark.backend_independent
 
 
-def _assert_same_features(ours, reference, max_seq_length):
-    assert len(ours) == len(reference)
-    np.testing.assert_array_equal(ours.token_ids, [f.input_ids for f in reference])
-    np.testing.assert_array_equal(ours.segment_ids, [f.segment_ids for f in reference])
-    np.testing.assert_array_equal(ours.padding_mask, [f.input_mask for f in reference])
-    np.testing.assert_array_equal(ours.example_index, [f.example_index for f in reference])
-    np.testing.assert_array_equal(ours.window_index, [f.doc_span_index for f in reference])
+def _np(windows):
+    """The windows' arrays as numpy: inputs, labels, example, window index in its example."""
+    example = np.asarray(windows.example)
+    return {**{k: np.asarray(v) for k, v in windows.inputs.items()},
+            **{k: np.asarray(v) for k, v in (windows.labels or {}).items()},
+            "example": example,
+            "window_index": np.arange(len(example)) - np.asarray(windows.row_splits)[example],
+            "is_max_context": np.asarray(windows.is_max_context)}
+
+
+def _assert_same_windows(windows, reference, max_seq_length):
+    ours = _np(windows)
+    assert len(ours["token_ids"]) == len(reference)
+    np.testing.assert_array_equal(ours["token_ids"], [f.input_ids for f in reference])
+    np.testing.assert_array_equal(ours["segment_ids"], [f.segment_ids for f in reference])
+    np.testing.assert_array_equal(ours["padding_mask"], [f.input_mask for f in reference])
+    np.testing.assert_array_equal(ours["example"], [f.example_index for f in reference])
+    np.testing.assert_array_equal(ours["window_index"], [f.doc_span_index for f in reference])
     np.testing.assert_array_equal(
-        ours.token_is_max_context, fx.model_garden_max_context(reference, max_seq_length))
-    np.testing.assert_array_equal(ours.start_positions, [f.start_position for f in reference])
-    np.testing.assert_array_equal(ours.end_positions, [f.end_position for f in reference])
+        ours["is_max_context"], fx.model_garden_max_context(reference, max_seq_length))
+    np.testing.assert_array_equal(ours["start_positions"], [f.start_position for f in reference])
+    np.testing.assert_array_equal(ours["end_positions"], [f.end_position for f in reference])
+    return ours
 
 
-def test_features_match_model_garden():
-    (examples, ours), (_, reference) = fx.features_pair(False, 384, 128)
+def test_windows_match_model_garden():
+    (examples, windows), (_, reference) = fx.features_pair(False, 384, 128)
     assert len(examples) == 77  # 80 questions, 3 multi-span ones skipped
-    _assert_same_features(ours, reference, 384)
-    assert len(ours) == 170  # long passages take several windows
-    assert (ours.start_positions > 0).sum() == 99  # every answer is in at least one window
+    ours = _assert_same_windows(windows, reference, 384)
+    assert len(ours["token_ids"]) == 170  # long passages take several windows
+    assert (ours["start_positions"] > 0).sum() == 99  # every answer is in at least one window
+    assert np.asarray(windows.answer_found).all()
 
 
 def test_unanswerable_and_short_windows_match_model_garden():
-    (examples, ours), (_, reference) = fx.features_pair(True, 128, 32)
-    _assert_same_features(ours, reference, 128)
+    (examples, windows), (_, reference) = fx.features_pair(True, 128, 32)
+    ours = _assert_same_windows(windows, reference, 128)
     impossible = [i for i, e in enumerate(examples) if e.is_impossible]
-    assert (len(examples), len(impossible), len(ours)) == (97, 20, 1152)
-    rows = np.isin(ours.example_index, impossible)
-    assert not ours.start_positions[rows].any() and not ours.end_positions[rows].any()
-    answered = {int(i) for i in ours.example_index[ours.start_positions > 0]}
+    assert (len(examples), len(impossible), len(ours["token_ids"])) == (97, 20, 1152)
+    rows = np.isin(ours["example"], impossible)
+    assert not ours["start_positions"][rows].any() and not ours["end_positions"][rows].any()
+    answered = {int(i) for i in ours["example"][ours["start_positions"] > 0]}
     assert answered == set(range(len(examples))) - set(impossible)
+    # Windows of one example are consecutive, row_splits says where each example's begin.
+    np.testing.assert_array_equal(np.diff(np.asarray(windows.row_splits)),
+                                  np.bincount(ours["example"], minlength=len(examples)))
 
 
 def test_answer_ending_inside_a_word_keeps_exact_pieces(minilm_dir, tmp_path):
@@ -55,51 +73,91 @@ def test_answer_ending_inside_a_word_keeps_exact_pieces(minilm_dir, tmp_path):
                    if any(qa["id"] == "quoref-4750" for qa in a["paragraphs"][0]["qas"]))
     one = {"data": [{"paragraphs": [{"context": article["paragraphs"][0]["context"], "qas": [
         qa for qa in article["paragraphs"][0]["qas"] if qa["id"] == "quoref-4750"]}]}]}
-    _, ours = fx.featurize(uncased_tokenizer, one)
+    _, windows = fx.featurize(uncased_tokenizer, one)
     _, reference = fx.model_garden_features(write_squad_json(one, tmp_path / "one.json"),
                                             fx.vocab_path(minilm_dir), 384, 128)
-    (start, end), ref = (ours.start_positions[0], ours.end_positions[0]), reference[0]
-    assert uncased_tokenizer.detokenize(ours.token_ids[0, start:end + 1]).numpy() == \
+    ours = _np(windows)
+    (start, end), ref = (ours["start_positions"][0], ours["end_positions"][0]), reference[0]
+    assert uncased_tokenizer.detokenize(ours["token_ids"][0, start:end + 1]).numpy() == \
         b"pomp and circumstance marches"
     assert ref.tokens[ref.start_position:ref.end_position + 1][-2:] == ["marches", ","]
     assert (ref.start_position, ref.end_position) == (start, end + 1)
 
 
+def _piece_offsets(windows, row, position):
+    """Byte offsets [begin, end) in the example's context of the piece at `position`."""
+    example = int(windows.example[row])
+    piece = (int(windows.piece_start[row]) + position - int(windows.context_begin[row]))
+    return (int(windows.piece_byte_start[example][piece]),
+            int(windows.piece_byte_end[example][piece]))
+
+
 def test_offsets_cut_the_answer_from_the_original_context():
     uncased_tokenizer = fx.tokenizer()
-    (examples, features), _ = fx.features_pair(True, 128, 32)
-    rows = np.flatnonzero(features.start_positions > 0)
+    (examples, windows), _ = fx.features_pair(True, 128, 32)
+    ours = _np(windows)
+    contexts = [c.decode("utf-8") for c in np.asarray(windows.context)]
+    assert contexts == [e.context for e in examples]  # valid UTF-8 stays as it is
+    rows = np.flatnonzero(ours["start_positions"] > 0)
     for row in rows:
-        example = examples[features.example_index[row]]
-        begin = features.token_offsets[row, features.start_positions[row], 0]
-        end = features.token_offsets[row, features.end_positions[row], 1]
-        assert example.context[begin:end] == example.answer_text, example.qas_id
-    context_part = (features.segment_ids.astype(bool)
-                    & (features.token_ids != uncased_tokenizer.sep_token_id))
-    assert (features.token_offsets[context_part] >= 0).all()
-    assert (features.token_offsets[~context_part] == -1).all()
+        example = examples[ours["example"][row]]
+        data = example.context.encode("utf-8")
+        begin, _ = _piece_offsets(windows, row, ours["start_positions"][row])
+        _, end = _piece_offsets(windows, row, ours["end_positions"][row])
+        assert data[begin:end].decode("utf-8") == example.answer_text, example.qas_id
+    # The context part: context_length pieces after [CLS] question [SEP], then one [SEP].
+    context_begin = np.asarray(windows.context_begin)
+    context_end = context_begin + np.asarray(windows.context_length)
+    positions = np.arange(128)
+    context_part = (positions >= context_begin[:, None]) & (positions < context_end[:, None])
+    np.testing.assert_array_equal(context_part,
+                                  ours["segment_ids"].astype(bool)
+                                  & (ours["token_ids"] != uncased_tokenizer.sep_token_id))
+    assert not ours["is_max_context"][~context_part].any()
     # Every context piece spells its characters: "##" pieces start where the previous ends.
     row = rows[0]
-    example = examples[features.example_index[row]]
-    pieces = [uncased_tokenizer.id_to_token(int(i)) for i in features.token_ids[row]]
+    data = examples[ours["example"][row]].context.encode("utf-8")
     for position in np.flatnonzero(context_part[row]):
-        begin, end = features.token_offsets[row, position]
-        assert example.context[begin:end].lower() == pieces[position].removeprefix("##")
+        begin, end = _piece_offsets(windows, row, position)
+        piece = uncased_tokenizer.id_to_token(int(ours["token_ids"][row, position]))
+        assert data[begin:end].decode("utf-8").lower() == piece.removeprefix("##")
 
 
-def test_training_and_inference_datasets():
-    (_, features), _ = fx.features_pair(True, 128, 32)
-    x, y = next(iter(squad.training_dataset(features, batch_size=8, shuffle=False)))
+def test_training_dataset_and_the_preprocessor_in_tf_data():
+    (examples, windows), _ = fx.features_pair(True, 128, 32)
+    ours = _np(windows)
+    preprocessor = SpanLabelerPreprocessor(fx.tokenizer(), 128, 32,
+                                           max_question_length=fx.MAX_QUERY_LENGTH)
+    dataset, count = squad.training_dataset(preprocessor, examples, batch_size=8, shuffle=False)
+    assert count == 1152
+    x, y = next(iter(dataset))
     assert set(x) == {"token_ids", "segment_ids", "padding_mask"}
     assert set(y) == {"start_positions", "end_positions"}
     assert x["token_ids"].shape == (8, 128) and x["token_ids"].dtype.name == "int32"
-    np.testing.assert_array_equal(x["token_ids"].numpy(), features.token_ids[:8])
-    np.testing.assert_array_equal(y["end_positions"].numpy(), features.end_positions[:8])
-    batches = list(squad.inference_dataset(features, batch_size=64))
-    np.testing.assert_array_equal(
-        np.concatenate([b["segment_ids"].numpy() for b in batches]), features.segment_ids)
-    shuffled = next(iter(squad.training_dataset(features, batch_size=len(features), seed=3)))
-    assert sorted(shuffled[1]["start_positions"].numpy()) == sorted(features.start_positions)
+    np.testing.assert_array_equal(x["token_ids"].numpy(), ours["token_ids"][:8])
+    np.testing.assert_array_equal(y["end_positions"].numpy(), ours["end_positions"][:8])
+    assert sum(1 for _ in dataset) == 144
+    shuffled, _ = squad.training_dataset(preprocessor, examples, batch_size=count, seed=3)
+    _, all_labels = next(iter(shuffled))
+    assert sorted(all_labels["start_positions"].numpy()) == sorted(ours["start_positions"])
+    # The same preprocessor mapped over example batches in tf.data (graph mode) and called
+    # eagerly gives the same windows.
+    some = examples[:12]
+    text = ([e.question for e in some], [e.context for e in some])
+    answers = {"answer_start": [-1 if e.is_impossible else e.answer_start for e in some],
+               "answer_text": ["" if e.is_impossible else e.answer_text for e in some]}
+    mapped = tf.data.Dataset.from_tensor_slices((text, answers)).batch(5).map(preprocessor)
+    batches = list(mapped.as_numpy_iterator())
+    rows = np.isin(ours["example"], np.arange(12))
+    np.testing.assert_array_equal(np.concatenate([b[0]["token_ids"] for b in batches]),
+                                  ours["token_ids"][rows])
+    np.testing.assert_array_equal(np.concatenate([b[1]["start_positions"] for b in batches]),
+                                  ours["start_positions"][rows])
+    eager_x, eager_y = preprocessor(text, answers)
+    np.testing.assert_array_equal(eager_x["segment_ids"], ours["segment_ids"][rows])
+    np.testing.assert_array_equal(eager_y["end_positions"], ours["end_positions"][rows])
+    np.testing.assert_array_equal(preprocessor(text)["padding_mask"],
+                                  ours["padding_mask"][rows])
 
 
 def _write(tmp_path, data, name="bad.json"):
@@ -144,16 +202,31 @@ def test_duplicate_ids_and_missing_file(tmp_path):
         squad.read_squad_examples(str(tmp_path / "nowhere.json"))
 
 
-def test_featurizer_arguments_and_unlabelled_training():
+def test_preprocessor_arguments_and_unlabelled_training():
     uncased_tokenizer = fx.tokenizer()
-    with pytest.raises(ValueError, match="max_query_length .64. \\+ 3 special tokens"):
-        squad.SquadFeaturizer(uncased_tokenizer, max_seq_length=64, max_query_length=64)
+    with pytest.raises(ValueError, match=r"max_question_length \(64\) \+ 3 special tokens"):
+        SpanLabelerPreprocessor(uncased_tokenizer, sequence_length=64, max_question_length=64)
     with pytest.raises(ValueError, match="doc_stride must be a positive int"):
-        squad.SquadFeaturizer(uncased_tokenizer, doc_stride=0)
+        SpanLabelerPreprocessor(uncased_tokenizer, doc_stride=0)
+    with pytest.raises(ValueError, match="tokenizer must be a BertTokenizer"):
+        SpanLabelerPreprocessor("vocab.txt")
+    assert SpanLabelerPreprocessor(uncased_tokenizer).max_question_length == 64
+    assert SpanLabelerPreprocessor(uncased_tokenizer, 64).max_question_length == 20  # (64-3)//3
+    preprocessor = SpanLabelerPreprocessor(uncased_tokenizer, sequence_length=32, doc_stride=8,
+                                           max_question_length=16)
+    with pytest.raises(ValueError, match="pair \\(questions, contexts\\)"):
+        preprocessor(["Who?"])
+    with pytest.raises(ValueError, match="'answer_start'"):
+        preprocessor((["Who?"], ["Ann met Bob."]), {"start": [8]})
+    with pytest.raises(ValueError, match="sample_weight is not supported"):
+        preprocessor((["Who?"], ["Ann met Bob."]), None, [1.0])
     examples = squad.examples_from_squad_json(_one_question("Ann met Bob.", []))
-    featurizer = squad.SquadFeaturizer(uncased_tokenizer, max_seq_length=32, doc_stride=8,
-                                     max_query_length=16)
     with pytest.raises(ValueError, match="'q1' has no answer; training needs one"):
-        featurizer.featurize(examples)
-    features = featurizer.featurize(examples, is_training=False)
-    assert features.token_ids.shape == (1, 32) and not features.start_positions.any()
+        squad.training_windows(preprocessor, examples)
+    windows = preprocessor.windows(["Who?"], ["Ann met Bob."])
+    assert windows.labels is None and windows.inputs["token_ids"].shape == (1, 32)
+    # An answer made only of characters the tokenizer drops (U+200B) has no pieces.
+    dropped = squad.examples_from_squad_json(
+        _one_question("Ann met \u200b Bob.", [{"text": "\u200b", "answer_start": 8}]))
+    with pytest.raises(ValueError, match=r"'q1': the answer '.u200b' has no tokens \(only"):
+        squad.training_windows(preprocessor, dropped)

@@ -46,16 +46,19 @@ def test_existing_or_bad_version_is_refused(tmp_path):
                 pass
 
 
-def test_export_needs_a_preprocessor_and_a_known_task(tmp_path):
+def test_export_needs_a_preprocessor_and_task_options_it_knows(tmp_path):
     import keras
 
+    from keras_bert_suite import BertClassifier
+    from tests.export.conftest import PRESET
+
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
-    with pytest.raises(ValueError, match="Cannot tell which task"):
-        export_saved_model(model, str(tmp_path))
-    with pytest.raises(ValueError, match="Unknown task 'nope'"):
-        export_saved_model(model, str(tmp_path), task="nope")
     with pytest.raises(ValueError, match="needs a preprocessor"):
-        export_saved_model(model, str(tmp_path), task="classifier")
+        export_saved_model(model, str(tmp_path))
+    classifier = BertClassifier.from_preset(PRESET, load_weights=False, num_classes=2,
+                                            sequence_length=16)
+    with pytest.raises(TypeError, match="doc_stride"):  # a span labeler's option
+        export_saved_model(classifier, str(tmp_path), name="c", doc_stride=64)
     assert os.listdir(tmp_path) == []
 
 

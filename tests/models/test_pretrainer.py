@@ -133,12 +133,17 @@ def test_keras_round_trip_keeps_the_tie(tmp_path):
 def test_preset_round_trip_carries_the_heads(tmp_path):
     pretrainer = tiny_pretrainer()
     x, _ = pretraining_batch()
-    pretrainer.save_preset(tmp_path / "preset")
-    restored = BertPretrainer.from_preset(str(tmp_path / "preset"), dropout=0.0)
-    assert set(restored.weight_map()) == set(pretrainer.weight_map())
-    assert {"mlm/output_bias", "nsp/kernel"} <= set(restored.weight_map())
-    for name, value in pretrainer(x).items():
-        np.testing.assert_allclose(to_numpy(restored(x)[name]), to_numpy(value), atol=1e-6)
+    pretrainer.save_to_preset(str(tmp_path / "preset"))
+    whole = BertPretrainer.from_preset(str(tmp_path / "preset"))  # the saved task itself
+    # with encoder overrides: the encoder preset + the heads' canonical weights
+    rebuilt = BertPretrainer.from_preset(str(tmp_path / "preset"),
+                                         encoder_overrides={"dropout": 0.0})
+    for restored in (whole, rebuilt):
+        assert set(restored.weight_map()) == set(pretrainer.weight_map())
+        assert {"mlm/output_bias", "nsp/kernel"} <= set(restored.weight_map())
+        for name, value in pretrainer(x).items():
+            np.testing.assert_allclose(to_numpy(restored(x)[name]), to_numpy(value),
+                                       rtol=1e-6, atol=1e-6)
 
 
 def test_checkpoint_without_heads_warns(tmp_path, caplog):

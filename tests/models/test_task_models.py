@@ -18,8 +18,10 @@ from keras_bert_suite import (
     BertClassifier, BertEncoder, BertFeatureExtractor, BertMultipleChoice, BertPreprocessor,
     BertSpanLabeler, BertTokenClassifier)
 from keras_bert_suite.data import corpora
+from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
 from keras_bert_suite.tasks.token_classifier import conll
-from keras_bert_suite.models.token_losses import IGNORE_LABEL
+from keras_bert_suite.tasks.token_classifier.preprocessor import TokenClassifierPreprocessor
+from keras_bert_suite.training.losses import IGNORE_LABEL
 from keras_bert_suite.training import create_optimizer
 from keras_bert_suite.training.optimizers import AdamW
 from tests.conftest import to_numpy
@@ -144,15 +146,19 @@ def test_regression_uses_mean_squared_error(reviews, preprocessor):
 
 @pytest.fixture(scope="module")
 def wnut_windows(preprocessor):
+    """(chunk inputs, label ids [N, T], number of tags) of 16 real WNUT-16 tweets."""
     sentences = conll.read_conll(corpora.fetch_wnut16())[:16]
     labels = conll.learn_labels(sentences)
-    aligner = conll.WordPieceAligner(preprocessor.tokenizer, labels, SEQUENCE_LENGTH)
-    return aligner.encode(sentences), len(labels)
+    index = {tag: i for i, tag in enumerate(labels)}
+    chunks = TokenClassifierPreprocessor(preprocessor.tokenizer, SEQUENCE_LENGTH).chunks(
+        [list(s.words) for s in sentences], labels=[[index[t] for t in s.tags] for s in sentences])
+    inputs = {name: np.asarray(value) for name, value in chunks.inputs.items()}
+    return inputs, np.asarray(chunks.labels), len(labels)
 
 
 def test_token_loss_ignores_ignored_positions(wnut_windows):
-    windows, num_classes = wnut_windows
-    x, labels = windows.inputs(), windows.label_ids[:8].astype("int32")
+    x, labels, num_classes = wnut_windows
+    labels = labels[:8].astype("int32")
     x = {name: value[:8] for name, value in x.items()}
     tagger = BertTokenClassifier(tiny_encoder(), num_classes=num_classes)
     tagger.compile(run_eagerly=RUN_EAGERLY)
@@ -172,8 +178,8 @@ def test_token_loss_ignores_ignored_positions(wnut_windows):
 
 
 def test_token_classifier_fits_wnut(wnut_windows, tmp_path):
-    windows, num_classes = wnut_windows
-    x, labels = windows.inputs(), windows.label_ids.astype("int32")
+    x, labels, num_classes = wnut_windows
+    labels = labels.astype("int32")
     tagger = BertTokenClassifier(tiny_encoder(), num_classes=num_classes, dropout=0.0)
     _compile(tagger)
     _assert_loss_went_down(tagger.fit(x, labels, batch_size=8, epochs=4, verbose=0).history)
@@ -219,8 +225,9 @@ def test_multiple_choice_fits_raw_text_and_round_trips(reviews, preprocessor, tm
     labels = rng.integers(0, 2, 16).astype("int32")
     choices = [[endings[i], endings[(i + 5) % 16]][::1 if label == 0 else -1]
                for i, label in enumerate(labels)]
-    chooser = BertMultipleChoice(tiny_encoder(), num_choices=2, preprocessor=preprocessor,
-                                 dropout=0.0)
+    chooser = BertMultipleChoice(
+        tiny_encoder(), num_choices=2, dropout=0.0, preprocessor=MultipleChoicePreprocessor(
+            preprocessor.tokenizer, SEQUENCE_LENGTH, truncate=preprocessor.truncate))
     # [B, C, T] by hand: row (i, c) packs "[CLS] context_i [SEP] choice_ic [SEP]".
     packed = preprocessor(([c for c in contexts for _ in range(2)],
                            [e for pair in choices for e in pair]))

@@ -7,14 +7,14 @@ import keras
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
-from keras_bert_suite.tasks.model_base import BertModelBase
-from keras_bert_suite.training.metrics import (
-    MaskedLMAccuracy, MaskedLMLoss, MaskedLMPerplexity)
+from keras_bert_suite.names import ENCODER_INPUTS, MASK_POSITIONS
+from keras_bert_suite.tasks.task import BertTask, is_auto, resolve_encoder
+from keras_bert_suite.training.losses import MaskedLMLoss
+from keras_bert_suite.training.metrics import MaskedLMAccuracy, MaskedLMPerplexity
 from keras_bert_suite.training.optimizers import create_optimizer
 
 logger = logging.getLogger(__name__)
 
-ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 # Label names in `y` / `sample_weight` -> the output each one is scored against.
 LABEL_OUTPUTS = {"mlm_labels": "mlm_logits", "nsp_labels": "nsp_logits"}
 
@@ -37,7 +37,7 @@ def _link_perplexity(loss, weighted_metrics):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertPretrainer(BertModelBase, keras.Model):
+class BertPretrainer(BertTask):
     """BERT pretraining: masked-LM and (optionally) next-sentence prediction on an encoder.
 
     Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask` [B, T] as for `BertEncoder`,
@@ -56,14 +56,16 @@ class BertPretrainer(BertModelBase, keras.Model):
     tf.data pipeline); for NumPy inputs Keras wants one sample weight per label, which is
     why they travel inside `y` by default.
 
-    `compile()` defaults: AdamW as BERT (`training.create_optimizer`, constant 1e-4 unless an
+    A task like the others (`tasks/task.py`): `encoder=` or `backbone=`, compiled on
+    construction, `from_preset` / `save_to_preset`. `compile()` defaults: AdamW as BERT (`training.create_optimizer`, constant 1e-4 unless an
     optimizer is given), MLM loss = cross-entropy averaged over the real predictions
     (padded slots count for nothing) plus NSP cross-entropy, and weighted metrics logged
     as `mlm_logits_accuracy`, `mlm_logits_perplexity`, `nsp_logits_accuracy` (and
     `mlm_logits_loss`, `nsp_logits_loss` beside the total `loss`).
 
     Args:
-        encoder: a `BertEncoder`; the MLM decoder is tied to its token embedding.
+        encoder (or backbone): a `BertEncoder`; the MLM decoder is tied to its token
+            embedding.
         preprocessor: optional text preprocessor kept with the model (for export); `fit`
             does not apply it, since pretraining data come masked from the data pipeline.
         next_sentence_prediction: add the NSP head and its output (False = MLM only,
@@ -71,7 +73,7 @@ class BertPretrainer(BertModelBase, keras.Model):
 
     Example:
     >>> pretrainer = BertPretrainer(BertEncoder.from_preset("bert_tiny_uncased"))
-    >>> pretrainer.compile(optimizer=create_optimizer(
+    >>> pretrainer.compile(optimizer=create_optimizer(  # BERT's schedule instead of constant
     ...     learning_rate=1e-4, num_train_steps=10_000, num_warmup_steps=1_000))
     >>> x = {"token_ids": ids, "segment_ids": segments, "padding_mask": mask,
     ...      "mask_positions": positions}
@@ -80,8 +82,11 @@ class BertPretrainer(BertModelBase, keras.Model):
     >>> pretrainer.fit(x, y, batch_size=32)
     """
 
-    def __init__(self, encoder, preprocessor=None, next_sentence_prediction=True, **kwargs):
-        # The encoder's layers carry its dtype policy (a functional model's own is float32).
+    task_name = "pretrainer"
+
+    def __init__(self, encoder=None, preprocessor=None, next_sentence_prediction=True,
+                 backbone=None, **kwargs):
+        encoder = resolve_encoder(encoder, backbone)
         policy = encoder.token_embedding.dtype_policy
         masked_lm_head = MaskedLMHead(
             encoder.token_embedding, layer_norm_epsilon=encoder.layer_norm_epsilon,
@@ -95,51 +100,62 @@ class BertPretrainer(BertModelBase, keras.Model):
 
         # === Functional graph ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in ENCODER_INPUTS + ("mask_positions",)}
+                  for name in ENCODER_INPUTS + (MASK_POSITIONS,)}
         # The last layer runs at [CLS] and the masked positions only (encode_at): the
         # heads read nothing else, and those rows are exactly the full encoder's.
         encoded = encoder.encode_at({name: inputs[name] for name in ENCODER_INPUTS},
-                                    inputs["mask_positions"])
+                                    inputs[MASK_POSITIONS])
         outputs = {"mlm_logits": masked_lm_head(encoded["gathered_output"])}  # [B, P, V]
         if next_sentence_head is not None:
             outputs["nsp_logits"] = next_sentence_head(encoded["pooled_output"])  # [B, 2]
-        super().__init__(inputs=inputs, outputs=outputs, dtype=policy, **kwargs)
-        # Keras names functional outputs after their layers; ours are the dict keys, so that
-        # compile()'s loss / metric dicts and the labels line up by those names.
-        self.output_names = sorted(outputs)  # the order Keras flattens a dict in
-
-        self.encoder = encoder
-        self.preprocessor = preprocessor
+        # BertTask names the outputs by their dict keys (sorted, as Keras flattens a dict),
+        # so compile()'s loss / metric dicts and the labels line up by those names.
+        super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
         self.next_sentence_prediction = next_sentence_prediction
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
+        self.compile()
+
+    def _check_inputs(self, inputs):
+        expected = ENCODER_INPUTS + (MASK_POSITIONS,)
+        if not isinstance(inputs, dict) or set(inputs) != set(expected):
+            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+            raise ValueError(f"BertPretrainer takes a dict with keys {list(expected)} (mask "
+                             f"positions from the data pipeline); got {got}.")
 
     # === Training set-up ===
 
-    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto", **kwargs):
-        """`keras.Model.compile` with BERT's pretraining defaults for every "auto" argument."""
-        if optimizer == "auto":
-            optimizer = create_optimizer("adamw")
-        if loss == "auto":
-            # BERT's sum(w · CE) / sum(w): padded prediction slots do not dilute the loss.
-            loss = {"mlm_logits": MaskedLMLoss(name="mlm_loss")}
-            if self.next_sentence_prediction:
-                loss["nsp_logits"] = keras.losses.SparseCategoricalCrossentropy(
-                    from_logits=True, name="nsp_loss")
-        if weighted_metrics == "auto":
-            # Keras prefixes metric names with the output name when there are several
-            # outputs; adding it ourselves for an MLM-only model keeps the logged names
-            # the same either way: mlm_logits_accuracy, mlm_logits_perplexity, ...
-            mlm_prefix = "" if self.next_sentence_prediction else "mlm_logits_"
-            weighted_metrics = {"mlm_logits": [
-                MaskedLMAccuracy(name=f"{mlm_prefix}accuracy"),
-                MaskedLMPerplexity(name=f"{mlm_prefix}perplexity")]}
-            if self.next_sentence_prediction:
-                weighted_metrics["nsp_logits"] = [
-                    keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+    def default_optimizer(self):
+        return create_optimizer("adamw")  # BERT's pretraining rate, 1e-4, constant
+
+    def default_loss(self):
+        # BERT's sum(w · CE) / sum(w): padded prediction slots do not dilute the loss.
+        loss = {"mlm_logits": MaskedLMLoss(name="mlm_loss")}
+        if self.next_sentence_prediction:
+            loss["nsp_logits"] = keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, name="nsp_loss")
+        return loss
+
+    def default_weighted_metrics(self):
+        # Keras prefixes metric names with the output name when there are several
+        # outputs; adding it ourselves for an MLM-only model keeps the logged names
+        # the same either way: mlm_logits_accuracy, mlm_logits_perplexity, ...
+        mlm_prefix = "" if self.next_sentence_prediction else "mlm_logits_"
+        metrics = {"mlm_logits": [MaskedLMAccuracy(name=f"{mlm_prefix}accuracy"),
+                                  MaskedLMPerplexity(name=f"{mlm_prefix}perplexity")]}
+        if self.next_sentence_prediction:
+            metrics["nsp_logits"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        return metrics
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
+                **kwargs):
+        """`BertTask.compile`; the perplexity metric reuses the MLM loss's cross-entropy."""
+        loss = self.default_loss() if is_auto(loss) else loss
+        if is_auto(weighted_metrics):
+            weighted_metrics = self.default_weighted_metrics()
         _link_perplexity(loss, weighted_metrics)
-        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
-                        **kwargs)
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, **kwargs)
 
     def labels_by_output(self, y, sample_weight):
         """Re-keys labels and weights from their data names to this model's output names."""
@@ -190,32 +206,33 @@ class BertPretrainer(BertModelBase, keras.Model):
                                "initialised.", preset, head)
 
     @classmethod
-    def from_preset(cls, preset, load_weights=True, preprocessor=None,
-                    next_sentence_prediction=True, **encoder_overrides):
-        """A pretrainer whose encoder comes from `preset` (see `BertEncoder.from_preset`).
+    def from_preset(cls, preset, load_weights=True, sequence_length=None, preprocessor=None,
+                    encoder_overrides=None, **task_arguments):
+        """`BertTask.from_preset`, and the heads are loaded too when the checkpoint has them
+        (Hugging Face `cls.predictions.*` / `cls.seq_relationship.*`, Google
+        `cls/predictions/*` / `cls/seq_relationship/*`, or a preset saved by
+        `save_to_preset`); otherwise they start random, with a warning. No preprocessor
+        unless asked for ("auto"): pretraining data come packed and masked from the data
+        pipeline."""
+        return super().from_preset(preset, load_weights, sequence_length, preprocessor,
+                                   encoder_overrides, **task_arguments)
 
-        The heads are loaded too when the checkpoint has them (Hugging Face
-        `cls.predictions.*` / `cls.seq_relationship.*`, Google `cls/predictions/*` /
-        `cls/seq_relationship/*`, or a preset saved by `save_preset`); otherwise they
-        start random, with a warning. `encoder_overrides` go to the encoder (e.g. dropout).
-        """
-        from keras_bert_suite.models.presets import encoder_from_checkpoint, resolve_checkpoint
+    @classmethod
+    def _from_checkpoint(cls, preset, load_weights, encoder_overrides, preprocessor,
+                         task_arguments):
+        from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+        from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
 
-        checkpoint = resolve_checkpoint(preset, load_weights=load_weights)
+        checkpoint = resolve_checkpoint(preset, load_weights=load_weights)  # read once
         encoder = encoder_from_checkpoint(
             BertEncoder, checkpoint, preset, load_weights, **encoder_overrides)
-        pretrainer = cls(encoder, preprocessor=preprocessor,
-                         next_sentence_prediction=next_sentence_prediction)
+        pretrainer = cls(encoder, preprocessor=preprocessor, **task_arguments)
         if checkpoint.weights is not None:
             pretrainer._load_head_weights(checkpoint.weights, preset)
         return pretrainer
 
-    def save_preset(self, directory, vocabulary=None, lowercase=True):
-        """A preset directory with the encoder and head weights (reloadable by both classes)."""
-        from keras_bert_suite.checkpoints import preset_dir
-
-        preset_dir.save(directory, self.encoder.get_config(), self.weight_map(), vocabulary,
-                        lowercase)
+    def preset_weights(self):
+        return self.weight_map()  # the heads travel with the encoder
 
     # === Serialization ===
 

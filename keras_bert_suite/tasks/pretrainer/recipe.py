@@ -310,7 +310,8 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
                          **model_config["encoder_overrides"]}
             pretrainer = BertPretrainer.from_preset(
                 model_config["preset"], load_weights=model_config["load_weights"],
-                next_sentence_prediction=model_config["next_sentence_prediction"], **overrides)
+                next_sentence_prediction=model_config["next_sentence_prediction"],
+                encoder_overrides=overrides)
             if pretrainer.encoder.max_sequence_length < data["sequence_length"]:
                 raise RecipeError(
                     f"data.sequence_length={data['sequence_length']} exceeds the model's "
@@ -358,8 +359,8 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     model_path = os.path.join(output_dir, "pretrainer.keras")
     if chief:
         pretrainer.save(model_path)
-        pretrainer.save_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer,
-                               lowercase=tokenizer.lowercase)
+        pretrainer.save_to_preset(os.path.join(output_dir, "preset"), vocabulary=tokenizer,
+                                  lowercase=tokenizer.lowercase)
     step = int(keras.ops.convert_to_numpy(pretrainer.optimizer.iterations)) // (accumulation or 1)
     if chief:
         log(f"Done at step {step}: {output_dir}/history.json, {model_path}, "

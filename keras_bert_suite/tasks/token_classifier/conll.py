@@ -11,6 +11,7 @@ The chunks are made by the same `TokenClassifierPreprocessor` (preprocessor.py) 
 has a known number of steps. Predictions map back to words in the graph (postprocessor.py).
 """
 
+import dataclasses
 import re
 
 import numpy as np
