@@ -35,6 +35,25 @@ def test_every_finetune_recipe_loads():
 
 
 @one_backend
+def test_one_schema_for_every_recipe():
+    """Pretraining and fine-tuning recipes spell their shared keys the same way."""
+    from keras_bert_suite.recipe_runner import finetuning
+    from keras_bert_suite.tasks.pretrainer import recipe as pretraining
+
+    def keys(tree, prefix=""):
+        return {prefix + k if not isinstance(v, dict) else k2
+                for k, v in tree.items()
+                for k2 in (keys(v, prefix + k + ".") if isinstance(v, dict) else [None])} - {None}
+
+    shared = keys(finetuning.DEFAULTS) & keys(pretraining.DEFAULTS)
+    assert {"training.optimizer.learning_rate", "training.optimizer.warmup_fraction",
+            "training.optimizer.num_warmup_steps", "training.batch_size", "data.sequence_length",
+            "model.preset", "distribution.strategy"} <= shared
+    fine = load_recipe("sentiment_rotten_tomatoes_cpu", ["training.optimizer.name=lamb"])
+    assert fine["training"]["optimizer"]["name"] == "lamb"
+    assert fine["training"]["optimizer"]["learning_rate"] == 5e-5  # from the recipe file
+
+
 def test_recipe_errors_name_the_problem(tmp_path):
     with pytest.raises(RecipeError, match="unknown recipe key 'training.epoch'.*training.epochs"):
         load_recipe("sentiment_rotten_tomatoes_cpu", ["training.epoch=2"])
@@ -43,6 +62,9 @@ def test_recipe_errors_name_the_problem(tmp_path):
     # keys and task names of older recipes say what they are called now
     with pytest.raises(RecipeError, match="'data.max_seq_length' is now 'data.sequence_length'"):
         load_recipe("sentiment_rotten_tomatoes_cpu", ["data.max_seq_length=64"])
+    with pytest.raises(RecipeError, match="'training.learning_rate' is now "
+                                          "'training.optimizer.learning_rate'"):
+        load_recipe("sentiment_rotten_tomatoes_cpu", ["training.learning_rate=1e-5"])
     old_task = tmp_path / "old.json"
     old_task.write_text(json.dumps({"task": "squad"}))
     with pytest.raises(RecipeError, match="task 'squad' is now called 'span_labeler'"):

@@ -17,7 +17,7 @@ RECIPES = sorted(f[:-5] for f in os.listdir(recipe_runner.RECIPES_DIR)
 TINY = [
     'model.encoder_overrides={"num_layers": 1, "hidden_dim": 16, "num_heads": 2, '
     '"intermediate_dim": 32, "max_sequence_length": 32, "dropout": 0.0}',
-    "data.max_files=4", "data.eval_fraction=0.5", "data.max_seq_length=32",
+    "data.max_files=4", "data.eval_fraction=0.5", "data.sequence_length=32",
     "data.max_predictions_per_seq=5", "data.dupe_factor=1",
     "training.batch_size=4", "training.num_train_steps=4", "training.checkpoint_every_n_steps=2",
     "training.eval_batches=1", "training.optimizer.num_warmup_steps=0",
@@ -83,9 +83,9 @@ def test_bad_overrides_name_the_problem(override, message):
 @pytest.mark.backend_independent
 def test_unknown_key_in_a_recipe_file(tmp_path):
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps({"data": {"max_seq_len": 64}}))
-    with pytest.raises(RecipeError, match=r"bad.json: unknown recipe key 'data.max_seq_len'. "
-                                          r"Did you mean 'data.max_seq_length'"):
+    path.write_text(json.dumps({"data": {"sequence_len": 64}}))
+    with pytest.raises(RecipeError, match=r"bad.json: unknown recipe key 'data.sequence_len'. "
+                                          r"Did you mean 'data.sequence_length'"):
         load_recipe(str(path))
     with pytest.raises(RecipeError, match="No recipe 'nope'"):
         load_recipe("nope")
@@ -103,8 +103,8 @@ def test_every_recipe_loads_and_is_described(name):
 @pytest.mark.backend_independent
 def test_the_bert_base_recipes_follow_the_paper():
     phase1, phase2 = (load_recipe(f"pretrain_bert_base_phase{i}_tpu") for i in (1, 2))
-    assert (phase1["data"]["max_seq_length"], phase1["data"]["max_predictions_per_seq"]) == (128, 20)
-    assert (phase2["data"]["max_seq_length"], phase2["data"]["max_predictions_per_seq"]) == (512, 80)
+    assert (phase1["data"]["sequence_length"], phase1["data"]["max_predictions_per_seq"]) == (128, 20)
+    assert (phase2["data"]["sequence_length"], phase2["data"]["max_predictions_per_seq"]) == (512, 80)
     for name in ("tpu", "gpu8"):
         for phase in (1, 2):
             recipe = load_recipe(f"pretrain_bert_base_phase{phase}_{name}")

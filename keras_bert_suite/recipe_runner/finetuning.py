@@ -20,19 +20,17 @@ import math
 import os
 import time
 
+from keras_bert_suite.recipe_runner.common import common_defaults, merged, recipe_optimizer
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
 from keras_bert_suite.recipe_runner.task_data import task_module
-from keras_bert_suite.distribution import DISTRIBUTION_DEFAULTS
 
-DEFAULTS = {
-    "description": "",
+# The shared keys (recipe_runner/common.py) with fine-tuning's defaults: the embedded real
+# pretrained checkpoint (all-MiniLM-L6-v2), the top of the BERT paper's grid (2e-5 .. 5e-5)
+# and its 10% warm-up; then the keys only fine-tuning has.
+DEFAULTS = merged(common_defaults(learning_rate=5e-5, warmup_fraction=0.1, num_train_steps=None), {
     "task": "classifier",  # | "span_labeler" | "token_classifier" | "multiple_choice"
     "model": {
-        # The embedded real pretrained checkpoint (all-MiniLM-L6-v2).
-        "preset": "minilm_l6_h384_uncased",
-        "load_weights": True,
         "dropout": 0.1,  # the head's dropout, as BERT fine-tuned
-        "encoder_overrides": {},  # BertEncoder arguments, e.g. {"dropout": 0.0}
     },
     "data": {
         # A built-in data set ("rotten_tomatoes", "glue", "wnut16", "quoref"; `make data`
@@ -53,27 +51,13 @@ DEFAULTS = {
         "held_out": 2000,
         "max_train_examples": None,  # keep the first N training examples (quick runs)
         "max_eval_examples": None,
-        "sequence_length": 128,
-        # SQuAD
+        # SQuAD windows (the span labeler's preprocessor)
         "doc_stride": 128,
         "max_question_length": 64,
         "version_2_with_negative": False,
-        "seed": 0,
     },
     "training": {
-        "batch_size": 32,  # the global batch, split over the replicas
-        "per_replica_batch_size": None,  # set instead: global = this x replicas
-        "epochs": 3,
-        "num_train_steps": None,  # overrides epochs when set
-        "learning_rate": 5e-5,  # the BERT paper's grid: 2e-5 .. 5e-5
-        "warmup_fraction": 0.1,
-        "weight_decay": 0.01,
-        "global_clipnorm": 1.0,
-        # "auto" (mixed_bfloat16 on TPU, float32 elsewhere), "float32", "mixed_bfloat16"
-        # (TPU, recent GPUs) or "mixed_float16" (older GPUs; loss-scaled)
-        "precision": "auto",
-        "jit_compile": "auto",
-        "seed": 1234,
+        "epochs": 3,  # training.num_train_steps, when set, wins
     },
     "evaluation": {
         "batch_size": 64,
@@ -82,10 +66,7 @@ DEFAULTS = {
         "max_answer_length": 30,
         "null_score_diff_threshold": 0.0,
     },
-    # Where it trains (training/distribution.py): none, one_device, mirrored, multi_worker,
-    # tpu (TensorFlow); data_parallel, model_parallel (JAX).
-    "distribution": DISTRIBUTION_DEFAULTS,
-}
+})
 SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides"}))
 
 
@@ -160,7 +141,7 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
 
 def _compiled_model(task, recipe, preprocessor, task_data, total_steps, steps_per_execution):
     """The task model from the recipe's preset, compiled with BERT's fine-tuning AdamW."""
-    from keras_bert_suite.training import create_optimizer, loss_scaled
+    from keras_bert_suite.training import loss_scaled
 
     model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
     model = task.MODEL.from_preset(
@@ -172,10 +153,8 @@ def _compiled_model(task, recipe, preprocessor, task_data, total_steps, steps_pe
         raise RecipeError(
             f"data.sequence_length={data['sequence_length']} exceeds the model's "
             f"max_sequence_length={model.encoder.max_sequence_length}.")
-    optimizer = create_optimizer(
-        "adamw", learning_rate=training["learning_rate"], num_train_steps=total_steps,
-        num_warmup_steps=int(training["warmup_fraction"] * total_steps),
-        weight_decay=training["weight_decay"], global_clipnorm=training["global_clipnorm"])
+    optimizer = recipe_optimizer(training["optimizer"], total_steps)
     model.compile(optimizer=loss_scaled(optimizer), jit_compile=training["jit_compile"],
+                  run_eagerly=training["run_eagerly"],
                   steps_per_execution=steps_per_execution)
     return model

@@ -36,9 +36,12 @@ class Schema:
 
 
 # Keys older recipes used -> their one name now (a length the data emits is
-# `sequence_length`; `max_sequence_length` is the encoder's position table).
+# `sequence_length`; `max_sequence_length` is the encoder's position table; every recipe
+# sets its optimizer under training.optimizer).
 RENAMED_KEYS = {"data.max_seq_length": "data.sequence_length",
-                "data.max_query_length": "data.max_question_length"}
+                "data.max_query_length": "data.max_question_length",
+                **{f"training.{key}": f"training.optimizer.{key}" for key in (
+                    "learning_rate", "warmup_fraction", "weight_decay", "global_clipnorm")}}
 
 
 def resolve_recipe_path(name_or_path):

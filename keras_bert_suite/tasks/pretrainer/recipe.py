@@ -25,22 +25,21 @@ import json
 import os
 import random
 
+from keras_bert_suite.recipe_runner.common import common_defaults, merged, recipe_optimizer
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
-from keras_bert_suite.distribution import DISTRIBUTION_DEFAULTS
 
-# Every key a pretraining recipe may set, with its default. A comment says why when the
-# value is not obvious. `model.encoder_overrides` is free-form (BertEncoder arguments).
-DEFAULTS = {
-    "description": "",
+# The shared keys (recipe_runner/common.py) with pretraining's defaults (BERT's 1e-4, a tiny
+# random BERT unless a preset says otherwise), then the keys only pretraining has. A
+# comment says why when a value is not obvious.
+DEFAULTS = merged(common_defaults(learning_rate=1e-4, warmup_fraction=0.0, num_train_steps=1000,
+                                  preset="bert_uncased_L-2_H-128_A-2", load_weights=False,
+                                  data_seed=12345), {
     "task": "pretrainer",
     "model": {
-        "preset": "bert_uncased_L-2_H-128_A-2",
         # The uncased 30,522-token vocab that bert-base-uncased (and MiniLM) use.
         "tokenizer_preset": "minilm_l6_h384_uncased",
         "vocabulary": None,  # a vocab.txt path; overrides tokenizer_preset's vocabulary
-        "load_weights": False,  # True: start from the preset's weights (continued pretraining)
         "next_sentence_prediction": True,
-        "encoder_overrides": {},  # e.g. {"dropout": 0.0, "num_layers": 1}
     },
     "data": {
         # "sotu" (the State of the Union corpus, `make data`), or a list of paths / globs.
@@ -49,7 +48,6 @@ DEFAULTS = {
         "max_files": None,  # use only the first N corpus files (after sorting)
         # Existing TFRecords (original schema) instead of a corpus: a path/glob or a list.
         "tfrecords": None,
-        "sequence_length": 128,
         "max_predictions_per_seq": 20,
         "masked_lm_prob": 0.15,
         "whole_word_masking": False,
@@ -60,40 +58,16 @@ DEFAULTS = {
         "eval_fraction": 0.0,
         "eval_tfrecords": None,
         "shuffle_buffer_size": 10000,
-        "seed": 12345,
     },
     "training": {
-        "batch_size": 32,  # the global batch, split over the replicas
-        "per_replica_batch_size": None,  # set instead: global = this x replicas
-        "num_train_steps": 1000,  # optimizer updates
         "checkpoint_every_n_steps": 100,  # also how often history.json gets a row (and eval)
         "log_every_n_steps": 10,  # TensorBoard
         "eval_batches": 20,
         # Weight of the NSP loss in the total (MLM's is 1): above 1 gives the shared encoder
         # more of NSP's gradient, which MLM's otherwise dominates early on.
         "nsp_loss_weight": 1.0,
-        # "auto" (mixed_bfloat16 on TPU, float32 elsewhere), "float32", "mixed_bfloat16"
-        # (TPU, recent GPUs) or "mixed_float16" (older GPUs; loss-scaled)
-        "precision": "auto",
-        "run_eagerly": False,
-        "jit_compile": "auto",
-        "seed": 1234,  # Keras' global seed: weight initialisation and dropout
-        "optimizer": {
-            "name": "adamw",  # or "lamb" for large batches
-            "learning_rate": 1e-4,
-            "num_warmup_steps": 0,
-            "weight_decay": 0.01,
-            "global_clipnorm": 1.0,
-            "gradient_accumulation_steps": None,
-            "beta_1": 0.9,
-            "beta_2": 0.999,
-            "epsilon": 1e-6,
-        },
     },
-    # Where it trains (training/distribution.py): none, one_device, mirrored, multi_worker,
-    # tpu (TensorFlow); data_parallel, model_parallel (JAX).
-    "distribution": DISTRIBUTION_DEFAULTS,
-}
+})
 SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides"}))
 
 
@@ -273,7 +247,6 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     from keras_bert_suite.distribution import start_distribution
     from keras_bert_suite.training import (
         checkpointed_fit_arguments,
-        create_optimizer,
         loss_scaled,
         restore_backup,
         set_mixed_precision,
@@ -316,9 +289,7 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
                 raise RecipeError(
                     f"data.sequence_length={data['sequence_length']} exceeds the model's "
                     f"max_sequence_length={pretrainer.encoder.max_sequence_length}.")
-            name = optimizer_config.pop("name")
-            optimizer = create_optimizer(name, num_train_steps=training["num_train_steps"],
-                                         **optimizer_config)
+            optimizer = recipe_optimizer(optimizer_config, training["num_train_steps"])
             loss_weights = None
             if model_config["next_sentence_prediction"]:
                 loss_weights = {"mlm_logits": 1.0, "nsp_logits": training["nsp_loss_weight"]}
