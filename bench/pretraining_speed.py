@@ -190,14 +190,14 @@ def pipeline_worker():
     files = files[::len(files) // SOTU_FILES][:SOTU_FILES]
     documents = list(read_documents(files, layout="paragraph_per_line"))
     instances = create_pretraining_instances(
-        documents, tokenizer, max_seq_length=LENGTH, max_predictions_per_seq=PREDICTIONS,
+        documents, tokenizer, sequence_length=LENGTH, max_predictions_per_seq=PREDICTIONS,
         dupe_factor=2, static_masking=False, seed=0)
     directory = tempfile.mkdtemp(prefix="pretraining_speed_")
     shards = [os.path.join(directory, f"part-{i}.tfrecord") for i in range(2)]
-    write_pretraining_tfrecords(instances, shards, max_seq_length=LENGTH,
+    write_pretraining_tfrecords(instances, shards, sequence_length=LENGTH,
                                 max_predictions_per_seq=PREDICTIONS)
     masker = DynamicMasker.from_tokenizer(tokenizer, max_predictions_per_seq=PREDICTIONS)
-    dataset = read_pretraining_tfrecords(shards, max_seq_length=LENGTH,
+    dataset = read_pretraining_tfrecords(shards, sequence_length=LENGTH,
                                          max_predictions_per_seq=PREDICTIONS, repeat=True)
     dataset = apply_dynamic_masking(dataset.batch(BATCH, drop_remainder=True), masker, seed=7)
     iterator = iter(dataset)

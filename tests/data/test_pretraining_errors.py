@@ -31,12 +31,12 @@ def test_vocab_without_special_tokens():
 
 def test_max_seq_length_too_small(tokenizer):
     docs = [["the cat sat ."], ["the dog ran ."]]
-    with pytest.raises(ValueError, match="max_seq_length=4 is too small"):
-        create_pretraining_instances(docs, tokenizer, max_seq_length=4)
-    with pytest.raises(ValueError, match="max_seq_length=2 is too small"):
-        create_pretraining_instances(docs, tokenizer, max_seq_length=2,
+    with pytest.raises(ValueError, match="sequence_length=4 is too small"):
+        create_pretraining_instances(docs, tokenizer, sequence_length=4)
+    with pytest.raises(ValueError, match="sequence_length=2 is too small"):
+        create_pretraining_instances(docs, tokenizer, sequence_length=2,
                                      next_sentence_prediction=False)
-    assert create_pretraining_instances(docs, tokenizer, max_seq_length=5, dupe_factor=1)
+    assert create_pretraining_instances(docs, tokenizer, sequence_length=5, dupe_factor=1)
 
 
 def test_nsp_needs_two_documents(tokenizer):
@@ -65,7 +65,7 @@ def test_single_sentence_documents_are_always_random_next(tokenizer):
 def test_lines_longer_than_max_seq_length_are_trimmed(tokenizer):
     long_line = " ".join(WORDS * 10)  # 100 tokens
     docs = [[long_line], [long_line, "the cat ."], ["the dog ran ."]]
-    instances = create_pretraining_instances(docs, tokenizer, max_seq_length=16, dupe_factor=3,
+    instances = create_pretraining_instances(docs, tokenizer, sequence_length=16, dupe_factor=3,
                                              static_masking=False, seed=2)
     assert instances
     for inst in instances:

@@ -37,7 +37,7 @@ def test_instances_shape_and_nsp_balance(unmasked, uncased_tokenizer):
         a, b = _segments(inst)
         assert a and b
     full = np.mean([len(i.token_ids) == 128 for i in unmasked])
-    assert full > 0.6  # most instances fill max_seq_length; ~10% are short on purpose
+    assert full > 0.6  # most instances fill sequence_length; ~10% are short on purpose
     random_next = np.mean([i.is_random_next for i in unmasked])
     # Above 0.5 as in the original: a chunk of one sentence always gets a random next.
     assert 0.45 < random_next < 0.65, random_next

@@ -30,7 +30,7 @@ def _instances(n, seed=0):
 def test_round_trip_in_original_schema(tmp_path):
     instances = _instances(11)
     files = [str(tmp_path / f"shard-{i}.tfrecord") for i in range(2)]
-    assert write_pretraining_tfrecords(instances, files, max_seq_length=24,
+    assert write_pretraining_tfrecords(instances, files, sequence_length=24,
                                        max_predictions_per_seq=5) == 11
 
     # The raw records: exactly google-research/bert's features and types.

@@ -6,20 +6,20 @@
 
 With next-sentence prediction (the default), per document and per dupe:
 
-* a target length is drawn once per document: `max_seq_length - 3`, or with probability
-  `short_seq_prob` a random length in [2, max_seq_length - 3];
+* a target length is drawn once per document: `sequence_length - 3`, or with probability
+  `short_seq_prob` a random length in [2, sequence_length - 3];
 * sentences are gathered into a chunk until it reaches the target (or the document ends);
   a random prefix of the chunk's sentences becomes segment A;
 * with probability 0.5 — and always when the chunk holds one sentence — segment B is text from
   a random start in ANOTHER document (`is_random_next`, NSP label 1), and the chunk's unused
   sentences are put back; otherwise B is the rest of the chunk (label 0);
-* the pair is trimmed to `max_seq_length - 3`, one token at a time from the longer segment,
+* the pair is trimmed to `sequence_length - 3`, one token at a time from the longer segment,
   from its front or back at random; then masked (masking.py) unless `static_masking=False`.
 
 Documented handling of awkward input (what the original does, unless said otherwise):
 
 * A document of one sentence gives only random-next pairs (its single sentence is A).
-* A sentence (line) longer than `max_seq_length` is not dropped: it forms a chunk on its own
+* A sentence (line) longer than `sequence_length` is not dropped: it forms a chunk on its own
   and is trimmed from both ends at random to fit; B still gets at least one token.
 * The random document is drawn among the OTHER documents, so it is never the same one (the
   original retried 10 times and could, in theory, fall back to the same document). NSP needs
@@ -59,7 +59,7 @@ class PretrainingInstance:
 
 
 def create_pretraining_instances(
-        documents, tokenizer, max_seq_length=128, dupe_factor=10, short_seq_prob=0.1,
+        documents, tokenizer, sequence_length=128, dupe_factor=10, short_seq_prob=0.1,
         masked_lm_prob=0.15, max_predictions_per_seq=20, next_sentence_prediction=True,
         whole_word_masking=False, mask_token_rate=0.8, random_token_rate=0.1,
         static_masking=True, seed=12345):
@@ -68,7 +68,7 @@ def create_pretraining_instances(
     Args:
         documents: iterable of documents, each a list of sentences (see read_documents).
         tokenizer: a BertTokenizer (its vocabulary needs [CLS], [SEP] and [MASK]).
-        max_seq_length: length of a packed instance, special tokens included (BERT: 128, then
+        sequence_length: length of a packed instance, special tokens included (BERT: 128, then
             512 in phase 2).
         dupe_factor: how many times each document is used, with different pairs and masks.
         short_seq_prob: probability of a shorter target length for a document.
@@ -79,10 +79,10 @@ def create_pretraining_instances(
         seed: seed of the `random.Random` driving every choice.
     """
     min_length = 5 if next_sentence_prediction else 3
-    if not isinstance(max_seq_length, int) or max_seq_length < min_length:
+    if not isinstance(sequence_length, int) or sequence_length < min_length:
         layout = "[CLS] a [SEP] b [SEP]" if next_sentence_prediction else "[CLS] x [SEP]"
         raise ValueError(
-            f"max_seq_length={max_seq_length!r} is too small: {layout} with one token per "
+            f"sequence_length={sequence_length!r} is too small: {layout} with one token per "
             f"segment needs at least {min_length}.")
     if not isinstance(dupe_factor, int) or dupe_factor < 1:
         raise ValueError(f"dupe_factor must be an int >= 1, got {dupe_factor!r}.")
@@ -115,7 +115,7 @@ def create_pretraining_instances(
     for _ in range(dupe_factor):
         for index in range(len(all_documents)):
             for token_ids, segment_ids, is_random_next in make(
-                    all_documents, index, max_seq_length, short_seq_prob, rng, cls_sep):
+                    all_documents, index, sequence_length, short_seq_prob, rng, cls_sep):
                 positions, labels = [], []
                 if static_masking:
                     token_ids, positions, labels = masking.mask_instance(token_ids, config, rng)
@@ -145,11 +145,11 @@ def _target_length(max_num_tokens, short_seq_prob, rng):
     return max_num_tokens
 
 
-def _instances_with_nsp(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+def _instances_with_nsp(all_documents, document_index, sequence_length, short_seq_prob, rng,
                         cls_sep):
     """Yields (token_ids, segment_ids, is_random_next) for one document (unmasked)."""
     document = all_documents[document_index]
-    max_num_tokens = max_seq_length - 3  # [CLS], [SEP], [SEP]
+    max_num_tokens = sequence_length - 3  # [CLS], [SEP], [SEP]
     target_seq_length = _target_length(max_num_tokens, short_seq_prob, rng)
     chunk, chunk_length, i = [], 0, 0
     while i < len(document):
@@ -180,10 +180,10 @@ def _instances_with_nsp(all_documents, document_index, max_seq_length, short_seq
         i += 1
 
 
-def _instances_without_nsp(all_documents, document_index, max_seq_length, short_seq_prob, rng,
+def _instances_without_nsp(all_documents, document_index, sequence_length, short_seq_prob, rng,
                            cls_sep):
     """Yields ([CLS] x [SEP], zeros, False): the document's text cut into contiguous pieces."""
-    max_num_tokens = max_seq_length - 2  # [CLS], [SEP]
+    max_num_tokens = sequence_length - 2  # [CLS], [SEP]
     target = _target_length(max_num_tokens, short_seq_prob, rng)
     tokens = [t for sentence in all_documents[document_index] for t in sentence]
     cls, sep = cls_sep

@@ -104,14 +104,14 @@ def split_files(files, eval_fraction, seed):
     return sorted(shuffled[num_eval:]), sorted(shuffled[:num_eval])
 
 
-def instance_features(instances, max_seq_length):
+def instance_features(instances, sequence_length):
     """Unmasked PretrainingInstances -> dict of padded int32 arrays (dynamic-masking input)."""
     import numpy as np
 
     count = len(instances)
-    token_ids = np.zeros((count, max_seq_length), "int32")
-    segment_ids = np.zeros((count, max_seq_length), "int32")
-    padding_mask = np.zeros((count, max_seq_length), "int32")
+    token_ids = np.zeros((count, sequence_length), "int32")
+    segment_ids = np.zeros((count, sequence_length), "int32")
+    padding_mask = np.zeros((count, sequence_length), "int32")
     for row, instance in enumerate(instances):
         length = len(instance.token_ids)
         token_ids[row, :length] = instance.token_ids
@@ -143,7 +143,7 @@ def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log):
 
     instances = create_pretraining_instances(
         read_documents(files, layout=data["layout"]), tokenizer,
-        max_seq_length=data["sequence_length"], dupe_factor=data["dupe_factor"],
+        sequence_length=data["sequence_length"], dupe_factor=data["dupe_factor"],
         short_seq_prob=data["short_seq_prob"],
         max_predictions_per_seq=data["max_predictions_per_seq"],
         masked_lm_prob=data["masked_lm_prob"], next_sentence_prediction=nsp,

@@ -2,7 +2,7 @@
 
 Files written here are read by google-research/bert's run_pretraining.py and Model Garden's
 pretraining data loader, and files written by their create_pretraining_data.py are read here
-unchanged. One `tf.train.Example` per instance (L = max_seq_length, P = max_predictions_per_seq):
+unchanged. One `tf.train.Example` per instance (L = sequence_length, P = max_predictions_per_seq):
 
     input_ids             int64 [L]  token ids, masked, 0-padded
     input_mask            int64 [L]  1 = real token, 0 = padding
@@ -34,17 +34,17 @@ RENAMES = {"input_ids": "token_ids", "input_mask": "padding_mask", "segment_ids"
            "masked_lm_weights": "mlm_weights", "next_sentence_labels": "nsp_labels"}
 
 
-def instance_to_example(instance, max_seq_length=128, max_predictions_per_seq=20):
+def instance_to_example(instance, sequence_length=128, max_predictions_per_seq=20):
     """A PretrainingInstance -> tf.train.Example in the original schema (padded)."""
     length = len(instance.token_ids)
-    if length > max_seq_length:
-        raise ValueError(f"The instance has {length} tokens, more than max_seq_length="
-                         f"{max_seq_length}; create instances with the same max_seq_length.")
+    if length > sequence_length:
+        raise ValueError(f"The instance has {length} tokens, more than sequence_length="
+                         f"{sequence_length}; create instances with the same sequence_length.")
     predictions = len(instance.masked_lm_positions)
     if predictions > max_predictions_per_seq:
         raise ValueError(f"The instance has {predictions} masked positions, more than "
                          f"max_predictions_per_seq={max_predictions_per_seq}.")
-    pad = max_seq_length - length
+    pad = sequence_length - length
     pad_p = max_predictions_per_seq - predictions
 
     def ints(values):
@@ -63,7 +63,7 @@ def instance_to_example(instance, max_seq_length=128, max_predictions_per_seq=20
     return tf.train.Example(features=tf.train.Features(feature=features))
 
 
-def write_pretraining_tfrecords(instances, output_files, max_seq_length=128,
+def write_pretraining_tfrecords(instances, output_files, sequence_length=128,
                                 max_predictions_per_seq=20):
     """Writes instances round-robin over the output files (shards), as the original does.
 
@@ -77,7 +77,7 @@ def write_pretraining_tfrecords(instances, output_files, max_seq_length=128,
     count = 0
     try:
         for count, instance in enumerate(instances, start=1):
-            example = instance_to_example(instance, max_seq_length, max_predictions_per_seq)
+            example = instance_to_example(instance, sequence_length, max_predictions_per_seq)
             writers[(count - 1) % len(writers)].write(example.SerializeToString())
     finally:
         for writer in writers:
@@ -85,9 +85,9 @@ def write_pretraining_tfrecords(instances, output_files, max_seq_length=128,
     return count
 
 
-def feature_spec(max_seq_length=128, max_predictions_per_seq=20):
+def feature_spec(sequence_length=128, max_predictions_per_seq=20):
     """The `tf.io.parse_single_example` spec of the original schema."""
-    L, P = max_seq_length, max_predictions_per_seq
+    L, P = sequence_length, max_predictions_per_seq
     return {
         "input_ids": tf.io.FixedLenFeature([L], tf.int64),
         "input_mask": tf.io.FixedLenFeature([L], tf.int64),
@@ -99,10 +99,10 @@ def feature_spec(max_seq_length=128, max_predictions_per_seq=20):
     }
 
 
-def parse_pretraining_example(serialized, max_seq_length=128, max_predictions_per_seq=20):
+def parse_pretraining_example(serialized, sequence_length=128, max_predictions_per_seq=20):
     """A serialized Example (original schema) -> flat dict with our names (see module doc)."""
     parsed = tf.io.parse_single_example(
-        serialized, feature_spec(max_seq_length, max_predictions_per_seq))
+        serialized, feature_spec(sequence_length, max_predictions_per_seq))
     out = {}
     for name, value in parsed.items():
         if value.dtype == tf.int64:
@@ -139,14 +139,14 @@ def pretraining_model_inputs(features):
     return x, y
 
 
-def read_pretraining_tfrecords(file_patterns, max_seq_length=128, max_predictions_per_seq=20,
+def read_pretraining_tfrecords(file_patterns, sequence_length=128, max_predictions_per_seq=20,
                                shuffle=True, shuffle_buffer_size=10_000, cycle_length=4,
                                repeat=False, seed=None):
     """Streams pretraining TFRecords (original schema) as flat dicts with our names.
 
     Args:
         file_patterns: a path/glob or a list of them (sharded input).
-        max_seq_length, max_predictions_per_seq: what the files were written with.
+        sequence_length, max_predictions_per_seq: what the files were written with.
         shuffle: shuffle the file order and examples (bounded buffer of
             `shuffle_buffer_size` examples; files interleaved `cycle_length` at a time).
         repeat: loop over the files forever (a new file order and shuffle each pass).
@@ -170,5 +170,5 @@ def read_pretraining_tfrecords(file_patterns, max_seq_length=128, max_prediction
     if shuffle:
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     return dataset.map(
-        lambda record: parse_pretraining_example(record, max_seq_length, max_predictions_per_seq),
+        lambda record: parse_pretraining_example(record, sequence_length, max_predictions_per_seq),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None or not shuffle)
