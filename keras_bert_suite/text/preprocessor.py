@@ -1,4 +1,5 @@
-"""BertPreprocessor: raw text (one segment or a pair) -> BertEncoder inputs."""
+"""BertPreprocessor: raw text (one segment or a pair) -> BertEncoder inputs; and
+TokenizingPreprocessor, what every task preprocessor holds (tokenizer, row length, packer)."""
 
 import keras
 import tensorflow as tf
@@ -11,8 +12,36 @@ from keras_bert_suite.text.tokenizer import BertTokenizer
 from keras_bert_suite.text.utf8 import sanitize_utf8
 
 
+class TokenizingPreprocessor(PreprocessingLayer):
+    """Base of the preprocessors: a `BertTokenizer`, the packed `sequence_length` and a
+    `SegmentPacker` for it; `get_config` / `from_config` carry the tokenizer. Subclasses add
+    their own arguments to both."""
+
+    def __init__(self, tokenizer, sequence_length, truncate="round_robin", **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(tokenizer, BertTokenizer):
+            raise ValueError(f"tokenizer must be a BertTokenizer, got {type(tokenizer).__name__}.")
+        self.tokenizer = tokenizer
+        self.sequence_length = sequence_length
+        self.packer = SegmentPacker(
+            sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
+            tokenizer.pad_token_id, truncate=truncate)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(tokenizer=keras.saving.serialize_keras_object(self.tokenizer),
+                      sequence_length=self.sequence_length)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
+        return cls(**config)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertPreprocessor(PreprocessingLayer):
+class BertPreprocessor(TokenizingPreprocessor):
     """Tokenizes and packs text into {"token_ids", "segment_ids", "padding_mask"}.
 
     Args:
@@ -31,15 +60,8 @@ class BertPreprocessor(PreprocessingLayer):
     """
 
     def __init__(self, tokenizer, sequence_length=128, truncate="round_robin", **kwargs):
-        super().__init__(**kwargs)
-        if not isinstance(tokenizer, BertTokenizer):
-            raise ValueError(f"tokenizer must be a BertTokenizer, got {type(tokenizer).__name__}.")
-        self.tokenizer = tokenizer
-        self.sequence_length = sequence_length
+        super().__init__(tokenizer, sequence_length, truncate=truncate, **kwargs)
         self.truncate = truncate
-        self.packer = SegmentPacker(
-            sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
-            tokenizer.pad_token_id, truncate=truncate)
 
     @tf.autograph.experimental.do_not_convert  # plain TF code
     def call(self, x, y=None, sample_weight=None):
@@ -60,19 +82,7 @@ class BertPreprocessor(PreprocessingLayer):
         return self.packer(ids), needed > self.sequence_length
 
     def get_config(self):
-        config = super().get_config()
-        config.update({
-            "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
-            "sequence_length": self.sequence_length,
-            "truncate": self.truncate,
-        })
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
-        return cls(**config)
+        return {**super().get_config(), "truncate": self.truncate}
 
     @classmethod
     def from_preset(cls, preset, sequence_length=128, truncate="round_robin", **tokenizer_kwargs):

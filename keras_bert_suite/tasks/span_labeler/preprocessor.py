@@ -29,10 +29,9 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from keras_bert_suite.text.packer import SegmentPacker
-from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
+from keras_bert_suite.text.preprocessor import TokenizingPreprocessor
 from keras_bert_suite.text.tokenizer import BertTokenizer
 from keras_bert_suite.text.utf8 import char_to_byte_offset, sanitize_utf8
 from keras_bert_suite.text.windows import Windows
@@ -71,7 +70,7 @@ class SpanWindows:
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class SpanLabelerPreprocessor(PreprocessingLayer):
+class SpanLabelerPreprocessor(TokenizingPreprocessor):
     """Windows (question, context) pairs for `BertSpanLabeler`.
 
     Args:
@@ -97,9 +96,6 @@ class SpanLabelerPreprocessor(PreprocessingLayer):
 
     def __init__(self, tokenizer, sequence_length=384, doc_stride=128, max_question_length=None,
                  **kwargs):
-        super().__init__(**kwargs)
-        if not isinstance(tokenizer, BertTokenizer):
-            raise ValueError(f"tokenizer must be a BertTokenizer, got {type(tokenizer).__name__}.")
         if max_question_length is None and isinstance(sequence_length, int):
             max_question_length = min(64, max(1, (sequence_length - 3) // 3))
         for name, value in (("sequence_length", sequence_length), ("doc_stride", doc_stride),
@@ -111,12 +107,9 @@ class SpanLabelerPreprocessor(PreprocessingLayer):
                 f"max_question_length ({max_question_length}) + 3 special tokens leaves no room "
                 f"for the context in sequence_length ({sequence_length}); use a "
                 f"max_question_length below {sequence_length - 3} (run_squad uses 64 with 384).")
-        self.tokenizer = tokenizer
-        self.sequence_length = sequence_length
+        super().__init__(tokenizer, sequence_length, **kwargs)
         self.doc_stride = doc_stride
         self.max_question_length = max_question_length
-        self.packer = SegmentPacker(sequence_length, tokenizer.cls_token_id,
-                                    tokenizer.sep_token_id, tokenizer.pad_token_id)
 
     @tf.autograph.experimental.do_not_convert
     def call(self, x, y=None, sample_weight=None):
@@ -189,17 +182,8 @@ class SpanLabelerPreprocessor(PreprocessingLayer):
         return labels, found | ~answerable
 
     def get_config(self):
-        config = super().get_config()
-        config.update(tokenizer=keras.saving.serialize_keras_object(self.tokenizer),
-                      sequence_length=self.sequence_length, doc_stride=self.doc_stride,
-                      max_question_length=self.max_question_length)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
-        return cls(**config)
+        return {**super().get_config(), "doc_stride": self.doc_stride,
+                "max_question_length": self.max_question_length}
 
     @classmethod
     def from_preset(cls, preset, sequence_length=384, doc_stride=128, max_question_length=None,

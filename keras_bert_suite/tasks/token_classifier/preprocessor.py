@@ -25,10 +25,9 @@ import dataclasses
 import keras
 import tensorflow as tf
 
-from keras_bert_suite.text.packer import SegmentPacker
-from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
+from keras_bert_suite.text.preprocessor import TokenizingPreprocessor
 from keras_bert_suite.text.tokenizer import BertTokenizer
 from keras_bert_suite.text.utf8 import sanitize_utf8
 from keras_bert_suite.text.windows import Windows
@@ -60,7 +59,7 @@ class TokenChunks:
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class TokenClassifierPreprocessor(PreprocessingLayer):
+class TokenClassifierPreprocessor(TokenizingPreprocessor):
     """Chunks words (or raw text) for `BertTokenClassifier`.
 
     Args:
@@ -81,17 +80,11 @@ class TokenClassifierPreprocessor(PreprocessingLayer):
     """
 
     def __init__(self, tokenizer, sequence_length=128, **kwargs):
-        super().__init__(**kwargs)
-        if not isinstance(tokenizer, BertTokenizer):
-            raise ValueError(f"tokenizer must be a BertTokenizer, got {type(tokenizer).__name__}.")
         if isinstance(sequence_length, bool) or not isinstance(sequence_length, int) or \
                 sequence_length < 3:
             raise ValueError(f"sequence_length must be an int >= 3 ([CLS], one piece, [SEP]), "
                              f"got {sequence_length!r}.")
-        self.tokenizer = tokenizer
-        self.sequence_length = sequence_length
-        self.packer = SegmentPacker(sequence_length, tokenizer.cls_token_id,
-                                    tokenizer.sep_token_id, tokenizer.pad_token_id)
+        super().__init__(tokenizer, sequence_length, **kwargs)
 
     @tf.autograph.experimental.do_not_convert
     def call(self, x, y=None, sample_weight=None):
@@ -165,18 +158,6 @@ class TokenClassifierPreprocessor(PreprocessingLayer):
         cls = tf.fill([tf.shape(per_chunk.row_lengths())[0], 1], IGNORE_LABEL)
         return tf.concat([cls, per_chunk], axis=1).to_tensor(
             IGNORE_LABEL, shape=[None, self.sequence_length])
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(tokenizer=keras.saving.serialize_keras_object(self.tokenizer),
-                      sequence_length=self.sequence_length)
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
-        return cls(**config)
 
     @classmethod
     def from_preset(cls, preset, sequence_length=128, **tokenizer_kwargs):
