@@ -18,7 +18,7 @@ Inputs are real Rotten Tomatoes review sentences. Batch 1: p50/p99 of single req
 batch 32: sentences/s (median of batches). Every process runs with the same thread budget
 (--threads intra-op threads, 1 inter-op thread; see _workers.thread_env; and
 OMP_WAIT_POLICY=PASSIVE, see run()). The export trims each batch's padding to its longest
-row (export/tasks.py `_trim_padding`), as the transformers tokenizer pads to the longest.
+row (tasks/classifier/serving.py `trim_padding`), as the transformers tokenizer pads to the longest.
 """
 
 import json
