@@ -8,7 +8,7 @@ The default (mini, 5 rounds) took ~14 minutes on 2 busy shared cores, most of it
 the 4 processes and compiling; `--shapes tiny --rounds 2` is a quick check.
 
 Model: BertPretrainer (MLM + NSP heads) with random weights, `create_optimizer("adamw")`,
-compiled with its defaults inside `distribution.scope()` (training/distribution.py). One timed
+compiled with its defaults inside `distribution.scope()` (keras_bert_suite/distribution). One timed
 call = `model.fit(dataset, epochs=1, steps_per_epoch=STEPS)` inside `distribution.run_scope()`
 on a tf.data of fixed random pretraining batches (sequence 128, 20 predictions); the first two
 calls (tracing, compilation) are not timed. Each contender runs in its own process (devices
@@ -97,7 +97,7 @@ def _dataset(global_batch):
 def keras_worker(shape_name, replicas, steps, facts_path):
     """One process: strategy none (2 contenders: batch P and 2P) or the 2-replica strategy."""
     backend = os.environ["KERAS_BACKEND"]
-    from keras_bert_suite.training.distribution import Distribution, create_distribution
+    from keras_bert_suite.distribution import Distribution, create_distribution
 
     # Must be the first TensorFlow/JAX work in the process (logical devices).
     distribution = (create_distribution({"strategy": STRATEGIES[backend], "num_devices": 2})

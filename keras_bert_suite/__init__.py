@@ -12,16 +12,16 @@ import importlib
 
 __version__ = "0.1.0"
 
-# {public name: module that defines it}
+# {public name: module that defines it}; the task models' modules are listed in tasks/
 _PUBLIC = {
-    "BertEncoder": "keras_bert_suite.models",
+    "BertEncoder": "keras_bert_suite.models.encoder",
     "list_presets": "keras_bert_suite.checkpoints.presets",
-    "BertPretrainer": "keras_bert_suite.models",
-    "BertClassifier": "keras_bert_suite.models",
-    "BertFeatureExtractor": "keras_bert_suite.models",
-    "BertMultipleChoice": "keras_bert_suite.models",
-    "BertSpanLabeler": "keras_bert_suite.models",
-    "BertTokenClassifier": "keras_bert_suite.models",
+    "BertPretrainer": "keras_bert_suite.tasks.pretrainer.model",
+    "BertClassifier": "keras_bert_suite.tasks.classifier.model",
+    "BertFeatureExtractor": "keras_bert_suite.tasks.feature_extractor.model",
+    "BertMultipleChoice": "keras_bert_suite.tasks.multiple_choice.model",
+    "BertSpanLabeler": "keras_bert_suite.tasks.span_labeler.model",
+    "BertTokenClassifier": "keras_bert_suite.tasks.token_classifier.model",
     "BertPreprocessor": "keras_bert_suite.text",
     "BertTokenizer": "keras_bert_suite.text",
     "SegmentPacker": "keras_bert_suite.text",

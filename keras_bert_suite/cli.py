@@ -89,13 +89,14 @@ def _serve(args):
 def _export(args):
     import keras
 
-    import keras_bert_suite.models  # noqa: F401  registers the task classes for load_model
+    from keras_bert_suite.tasks import import_task_models
     from keras_bert_suite import BertPreprocessor
     from keras_bert_suite.export import export_saved_model
 
     if not os.path.isfile(args.model):
         raise FileNotFoundError(f"{args.model} does not exist (expected a .keras file saved "
                                 "with model.save).")
+    import_task_models()  # registers the task classes for load_model
     model = keras.saving.load_model(args.model, compile=False)
     preprocessor = None
     if args.preprocessor:

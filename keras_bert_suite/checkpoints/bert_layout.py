@@ -18,6 +18,7 @@ import numpy as np
 
 def encoder_weights(config, adapter):
     hidden, intermediate = config["hidden_dim"], config["intermediate_dim"]
+    heads = config["num_heads"]
     weights = {
         "embeddings/token_embedding": adapter.embedding(
             "embeddings.word_embeddings", (config["vocabulary_size"], hidden)),
@@ -33,10 +34,12 @@ def encoder_weights(config, adapter):
         query, key, value = (
             adapter.dense(f"{module}.attention.self.{part}", hidden, hidden)
             for part in ("query", "key", "value"))
-        # Our attention projects query | key | value with one [H, 3H] matmul.
-        weights[f"{ours}/attention/qkv/kernel"] = np.concatenate(
-            [query[0], key[0], value[0]], axis=-1)
-        weights[f"{ours}/attention/qkv/bias"] = np.concatenate([query[1], key[1], value[1]])
+        # Our attention projects query | key | value with one [H, 3, N, Dh] kernel; each
+        # [H, H] kernel's columns are already head-major (BERT's transpose_for_scores).
+        weights[f"{ours}/attention/qkv/kernel"] = np.stack(
+            [query[0], key[0], value[0]], axis=1).reshape(hidden, 3, heads, hidden // heads)
+        weights[f"{ours}/attention/qkv/bias"] = np.stack(
+            [query[1], key[1], value[1]]).reshape(3, heads, hidden // heads)
         _put_dense(weights, f"{ours}/attention/output",
                    adapter.dense(f"{module}.attention.output.dense", hidden, hidden))
         _put_layer_norm(weights, f"{ours}/attention_layer_norm",

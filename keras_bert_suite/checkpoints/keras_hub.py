@@ -39,6 +39,8 @@ _LAYER_RENAMES = {
     "output": "feedforward_output_dense",
     "output_layer_norm": "feedforward_layer_norm",
 }
+# KerasHub keeps query, key and value in three [H, N, Dh] kernels; ours stacks them on axis 1.
+_QKV = ("query", "key", "value")
 _TOP_RENAMES = {
     "embeddings/token_embedding": "token_embedding/embeddings",
     "embeddings/segment_embedding": "segment_embedding/embeddings",
@@ -111,14 +113,12 @@ def from_keras_hub(variables, config):
         layer, rest = ours.split("/", 1)
         theirs = f"transformer_layer_{layer[len('layer_'):]}"
         attention = f"{theirs}/self_attention_layer"
-        if rest == "attention/qkv/kernel":
-            parts = [source.get(f"{attention}/{p}/kernel", (hidden, heads, head_dim))
-                     for p in ("query", "key", "value")]
-            weights[ours] = np.concatenate([p.reshape(hidden, hidden) for p in parts], axis=-1)
-        elif rest == "attention/qkv/bias":
-            parts = [source.get(f"{attention}/{p}/bias", (heads, head_dim))
-                     for p in ("query", "key", "value")]
-            weights[ours] = np.concatenate([p.reshape(hidden) for p in parts])
+        if rest == "attention/qkv/kernel":  # 3 x [H, N, Dh] -> [H, 3, N, Dh]
+            weights[ours] = np.stack([source.get(f"{attention}/{p}/kernel", shape[:1] + shape[2:])
+                                      for p in _QKV], axis=1)
+        elif rest == "attention/qkv/bias":  # 3 x [N, Dh] -> [3, N, Dh]
+            weights[ours] = np.stack([source.get(f"{attention}/{p}/bias", shape[1:])
+                                      for p in _QKV])
         elif rest == "attention/output/kernel":
             kernel = source.get(f"{attention}/attention_output/kernel", (heads, head_dim, hidden))
             weights[ours] = kernel.reshape(hidden, hidden)
@@ -143,12 +143,12 @@ def to_keras_hub(weights, config):
         layer, rest = ours.split("/", 1)
         theirs = f"transformer_layer_{layer[len('layer_'):]}"
         attention = f"{theirs}/self_attention_layer"
-        if rest == "attention/qkv/kernel":
-            for part, piece in zip(("query", "key", "value"), np.split(value, 3, axis=-1)):
-                variables[f"{attention}/{part}/kernel"] = piece.reshape(hidden, heads, head_dim)
-        elif rest == "attention/qkv/bias":
-            for part, piece in zip(("query", "key", "value"), np.split(value, 3)):
-                variables[f"{attention}/{part}/bias"] = piece.reshape(heads, head_dim)
+        if rest == "attention/qkv/kernel":  # [H, 3, N, Dh] -> 3 x [H, N, Dh]
+            for index, part in enumerate(_QKV):
+                variables[f"{attention}/{part}/kernel"] = value[:, index]
+        elif rest == "attention/qkv/bias":  # [3, N, Dh] -> 3 x [N, Dh]
+            for index, part in enumerate(_QKV):
+                variables[f"{attention}/{part}/bias"] = value[index]
         elif rest == "attention/output/kernel":
             variables[f"{attention}/attention_output/kernel"] = value.reshape(
                 heads, head_dim, hidden)
@@ -163,7 +163,7 @@ def to_keras_hub(weights, config):
 def _our_shapes(config):
     """Canonical encoder weight names (models/weight_names.py order) and shapes, from a config."""
     vocabulary, hidden = config["vocabulary_size"], config["hidden_dim"]
-    intermediate = config["intermediate_dim"]
+    intermediate, heads = config["intermediate_dim"], config["num_heads"]
     shapes = {
         "embeddings/token_embedding": (vocabulary, hidden),
         "embeddings/segment_embedding": (config["num_segments"], hidden),
@@ -174,8 +174,8 @@ def _our_shapes(config):
     for i in range(config["num_layers"]):
         p = f"layer_{i}"
         shapes.update({
-            f"{p}/attention/qkv/kernel": (hidden, 3 * hidden),
-            f"{p}/attention/qkv/bias": (3 * hidden,),
+            f"{p}/attention/qkv/kernel": (hidden, 3, heads, hidden // heads),
+            f"{p}/attention/qkv/bias": (3, heads, hidden // heads),
             f"{p}/attention/output/kernel": (hidden, hidden),
             f"{p}/attention/output/bias": (hidden,),
             f"{p}/attention_layer_norm/gamma": (hidden,),

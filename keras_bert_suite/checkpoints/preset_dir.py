@@ -1,9 +1,11 @@
 """Our own preset directory: what `BertEncoder.save_preset` writes and `from_preset` reads.
 
-    config.json         {"format": "keras_bert_suite", "format_version": 1,
+    config.json         {"format": "keras_bert_suite", "format_version": 2,
                          "class_name": "BertEncoder", "config": {architecture arguments}}
     model.weights.npz   {canonical weight name: array} (models/weight_names.py names; also
                         `mlm/...`, `nsp/...` when a pretrainer saved its heads)
+                        Version 1 stored each qkv kernel [H, 3H] and bias [3H]; they load
+                        reshaped to [H, 3, N, H/N] and [3, N, H/N] (the same numbers).
     vocab.txt           one WordPiece token per line (optional)
     tokenizer.json      {"lowercase": true|false}
 
@@ -24,7 +26,7 @@ from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 
 NAME = "keras_bert_suite preset directory"
 FORMAT_MARKER = "keras_bert_suite"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the qkv kernel is [H, 3, N, H/N] (1: [H, 3H])
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.npz"
 VOCABULARY_FILE = "vocab.txt"
@@ -81,6 +83,8 @@ def load(directory, load_weights=True):
     if load_weights:
         with np.load(os.path.join(directory, WEIGHTS_FILE)) as archive:
             weights = {name: archive[name] for name in archive.files}
+        if version < 2:
+            weights = _split_qkv_heads(weights, saved["config"])
     vocabulary_path = os.path.join(directory, VOCABULARY_FILE)
     return Checkpoint(
         config=dict(saved["config"]),
@@ -89,6 +93,20 @@ def load(directory, load_weights=True):
         lowercase=_read_lowercase(directory),
         format="ours",
     )
+
+
+def _split_qkv_heads(weights, config):
+    """Version 1's [H, 3H] qkv kernels and [3H] biases as [H, 3, N, Dh] and [3, N, Dh]: the
+    same memory order (query | key | value, then head-major), so a reshape is exact."""
+    heads = config["num_heads"]
+    head_dim = config["hidden_dim"] // heads
+    upgraded = dict(weights)
+    for name, value in weights.items():
+        if name.endswith("/attention/qkv/kernel") and value.ndim == 2:
+            upgraded[name] = value.reshape(value.shape[0], 3, heads, head_dim)
+        elif name.endswith("/attention/qkv/bias") and value.ndim == 1:
+            upgraded[name] = value.reshape(3, heads, head_dim)
+    return upgraded
 
 
 def _check_replaceable(directory):

@@ -35,11 +35,12 @@ def main(spec_path):
     import keras
 
     import keras_bert_suite.text  # noqa: F401  registers the serializable text classes
-    import keras_bert_suite.models  # noqa: F401  registers the encoder and task classes
+    from keras_bert_suite.tasks import import_task_models
     from keras_bert_suite.export.tf_writer import write_saved_model
 
     with open(spec_path) as f:
         spec = json.load(f)
+    import_task_models()  # registers the task classes for load_model
     model = keras.saving.load_model(spec["model"], compile=False)
     write_saved_model(model, spec["directory"], spec["options"], spec["model_name"],
                       spec["write_warmup"])

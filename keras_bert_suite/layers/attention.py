@@ -1,19 +1,36 @@
 """Multi-head self-attention with one fused query/key/value projection."""
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_bert_suite.layers.dropout import BertDropout
+
+
+class _FusedQKV(keras.layers.EinsumDense):
+    """The [H, 3, N, Dh] query/key/value projection. `.keras` and `.weights.h5` files written
+    while it was a [H, 3H] Dense (bias [3H]) hold the same numbers in the same order: they
+    load reshaped."""
+
+    def load_own_variables(self, store):
+        if self.built and self.quantization_mode is None and len(store["0"].shape) == 2:
+            shapes = {"0": self._kernel.shape, "1": self.bias.shape}
+            store = {key: np.reshape(store[key], shape) for key, shape in shapes.items()}
+        super().load_own_variables(store)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertSelfAttention(keras.layers.Layer):
     """Self-attention as in "Attention is all you need", section 3.2.2.
 
-    Query, key and value come from one [H, 3H] projection (one large matmul instead of
-    three). Inference goes through `keras.ops.dot_product_attention`, which picks fused
-    kernels where the backend has them; training with attention dropout > 0 takes the
-    explicit softmax path because the fused op has no dropout on the probabilities.
+    Query, key and value come from one projection (one large matmul instead of three) whose
+    kernel is [H, 3, N, Dh]: (query | key | value, head, dimension within the head). Keeping
+    the head axis separate lets a model-parallel layout split it, so that each device holds
+    whole heads of all three (`BertEncoder.get_layout_map`); in memory it is the [H, 3H]
+    query | key | value kernel, so the matmul costs the same. Inference goes through
+    `keras.ops.dot_product_attention`, which picks fused kernels where the backend has them;
+    training with attention dropout > 0 takes the explicit softmax path because the fused op
+    has no dropout on the probabilities.
 
     Inputs: `x` [B, T, H] and `attention_mask` [B, 1, 1, T] (True = attend); optionally
     `queries` [B, Q, H] to compute only Q output rows (the pretrainer's last layer: see
@@ -32,8 +49,10 @@ class BertSelfAttention(keras.layers.Layer):
         self.head_dim = hidden_dim // num_heads
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.qkv = keras.layers.Dense(
-            3 * hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="qkv")
+        self.qkv = _FusedQKV(
+            "bth,hcnd->btcnd", output_shape=(None, 3, num_heads, self.head_dim),
+            bias_axes="cnd", kernel_initializer=initializer, dtype=self.dtype_policy,
+            name="qkv")
         self.output_dense = keras.layers.Dense(
             hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="output")
         self.probs_dropout = BertDropout(dropout, dtype=self.dtype_policy)
@@ -46,35 +65,31 @@ class BertSelfAttention(keras.layers.Layer):
     def call(self, x, attention_mask=None, training=None, queries=None):
         """`queries` [B, Q, H]: attend from these rows only (keys and values still come from
         all of `x`); the output is then [B, Q, H]. Defaults to every row of `x`."""
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
         if queries is None:
-            # Split the [B, T, 3H] projection rather than index a [B, T, 3, N, Dh] view: an
-            # index's gradient writes a zero-filled full-size tensor per slice (TF's
-            # StridedSliceGrad was ~10% of a training step), a split's is one concatenation.
-            query, key, value = ops.split(self.qkv(x), 3, axis=-1)
-            num_queries = length
+            # Split the [B, T, 3, N, Dh] projection rather than index it: an index's gradient
+            # writes a zero-filled full-size tensor per slice (TF's StridedSliceGrad was ~10%
+            # of a training step), a split's is one concatenation.
+            parts = ops.split(self.qkv(x), 3, axis=2)  # 3 x [B, T, 1, N, Dh]
+            query, key, value = (ops.squeeze(part, axis=2) for part in parts)  # [B, T, N, Dh]
         else:
             query, key, value = self._project_separately(queries, x)
-            num_queries = ops.shape(queries)[1]
-        query = ops.reshape(query, (batch, num_queries, self.num_heads, self.head_dim))
-        key, value = (ops.reshape(part, (batch, length, self.num_heads, self.head_dim))
-                      for part in (key, value))  # [B, T, N, Dh]
 
         if training and self.dropout > 0:
             context = self._attend_with_dropout(query, key, value, attention_mask, training)
         else:
             context = ops.dot_product_attention(query, key, value, mask=attention_mask)
+        batch, num_queries = ops.shape(context)[0], ops.shape(context)[1]
         context = ops.reshape(context, (batch, num_queries, self.hidden_dim))  # [B, Q, H]
         return self.output_dense(context)
 
     def _project_separately(self, queries, x):
-        """Query from `queries`, key and value from `x`, with the fused [H, 3H] weights."""
+        """Query [B, Q, N, Dh] from `queries`, key and value [B, T, N, Dh] from `x`, with the
+        fused [H, 3, N, Dh] weights."""
         kernel = ops.cast(self.qkv.kernel, self.compute_dtype)
-        bias = ops.cast(self.qkv.bias, self.compute_dtype)
-        hidden = self.hidden_dim
-        query = ops.matmul(queries, kernel[:, :hidden]) + bias[:hidden]
-        key_value = ops.matmul(x, kernel[:, hidden:]) + bias[hidden:]
-        key, value = ops.split(key_value, 2, axis=-1)
+        bias = ops.cast(self.qkv.bias, self.compute_dtype)  # [3, N, Dh]
+        query = ops.einsum("bqh,hnd->bqnd", queries, kernel[:, 0]) + bias[0]
+        key_value = ops.einsum("bth,hcnd->btcnd", x, kernel[:, 1:]) + bias[1:]
+        key, value = (ops.squeeze(part, axis=2) for part in ops.split(key_value, 2, axis=2))
         return query, key, value
 
     def _attend_with_dropout(self, query, key, value, attention_mask, training):

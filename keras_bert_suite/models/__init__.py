@@ -1,8 +1,3 @@
+"""The encoder (the backbone every task builds on) and building it from a checkpoint."""
+
 from keras_bert_suite.models.encoder import BertEncoder
-from keras_bert_suite.checkpoints.presets import list_presets
-from keras_bert_suite.tasks.pretrainer.model import BertPretrainer
-from keras_bert_suite.tasks.classifier.model import BertClassifier
-from keras_bert_suite.tasks.feature_extractor.model import BertFeatureExtractor
-from keras_bert_suite.tasks.multiple_choice.model import BertMultipleChoice
-from keras_bert_suite.tasks.span_labeler.model import BertSpanLabeler
-from keras_bert_suite.tasks.token_classifier.model import BertTokenClassifier

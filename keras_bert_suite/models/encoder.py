@@ -13,6 +13,28 @@ def _attention_mask(padding_mask):
     return ops.cast(padding_mask, "bool")[:, None, None, :]
 
 
+def _encode(embeddings, blocks, pooler, inputs, rows=None):
+    """The encoder's forward pass: both the functional graph and `encode_at` are this call.
+
+    rows: None, or [B, R] positions with [CLS] (0) first: the last block then computes only
+    those rows (see `TransformerBlock.call`).
+    Returns (output [B, T or R, H], pooled [B, H], hidden states: the embedding output and
+    every block's output, the last one only at `rows` when given).
+    """
+    x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, T, H]
+    attention_mask = _attention_mask(inputs["padding_mask"])
+    hidden_states = [x]
+    for index, block in enumerate(blocks):
+        if rows is not None and index == len(blocks) - 1:
+            x = block(x, attention_mask, positions=rows)  # [B, R, H]
+        else:
+            x = block(x, attention_mask)
+        hidden_states.append(x)
+    if rows is not None and not blocks:  # nothing to skip: the rows are the embeddings'
+        x = gather_rows(x, rows)
+    return x, pooler(x[:, 0, :]), hidden_states
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertEncoder(keras.Model):
     """The BERT encoder as a functional Keras model.
@@ -24,7 +46,7 @@ class BertEncoder(keras.Model):
     the embedding output followed by every layer's output.
 
     Example:
-    >>> encoder = BertEncoder.from_preset("bert_tiny_en_uncased")
+    >>> encoder = BertEncoder.from_preset("minilm_l6_h384_uncased")  # real pretrained weights
     >>> outputs = encoder({"token_ids": ids, "segment_ids": segments, "padding_mask": mask})
     """
 
@@ -65,19 +87,14 @@ class BertEncoder(keras.Model):
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
         segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
         padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
-        attention_mask = _attention_mask(padding_mask)
-
-        x = embeddings(token_ids, segment_ids)
-        hidden_states = [x]
-        for block in blocks:
-            x = block(x, attention_mask)
-            hidden_states.append(x)
-        outputs = {"sequence_output": x, "pooled_output": pooler(x[:, 0, :])}
+        inputs = {"token_ids": token_ids, "segment_ids": segment_ids,
+                  "padding_mask": padding_mask}
+        x, pooled, hidden_states = _encode(embeddings, blocks, pooler, inputs)
+        outputs = {"sequence_output": x, "pooled_output": pooled}
         if return_hidden_states:
             outputs["hidden_states"] = ops.stack(hidden_states, axis=1)  # [B, L + 1, T, H]
         super().__init__(
-            inputs={"token_ids": token_ids, "segment_ids": segment_ids,
-                    "padding_mask": padding_mask},
+            inputs=inputs,
             outputs=outputs,
             dtype=policy,
             **kwargs,
@@ -109,22 +126,60 @@ class BertEncoder(keras.Model):
         pretraining step's FLOPs). Usable on symbolic inputs, in a functional graph.
         """
         positions = ops.cast(positions, "int32")
-        x = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
-        attention_mask = _attention_mask(inputs["padding_mask"])
         with_cls = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
-        if not self.transformer_layers:  # nothing to skip: the rows are the embeddings'
-            rows = gather_rows(x, with_cls)
-        else:
-            for block in self.transformer_layers[:-1]:
-                x = block(x, attention_mask)
-            rows = self.transformer_layers[-1](x, attention_mask, positions=with_cls)
-        # rows: [B, 1 + Q, H], [CLS] first
-        return {"gathered_output": rows[:, 1:], "pooled_output": self.pooler(rows[:, 0, :])}
+        rows, pooled, _ = _encode(self.embeddings, self.transformer_layers, self.pooler,
+                                  inputs, rows=with_cls)  # rows: [B, 1 + Q, H], [CLS] first
+        return {"gathered_output": rows[:, 1:], "pooled_output": pooled}
 
     @property
     def token_embedding(self):
         """The token embedding layer (the MLM decoder ties its weights to it)."""
         return self.embeddings.token_embedding
+
+    @staticmethod
+    def get_layout_map(device_mesh, model_parallel_dim_name="model"):
+        """A `keras.distribution.LayoutMap` that splits the encoder over the mesh's
+        `model_parallel_dim_name` axis, Megatron-style (Shoeybi et al. 2019, section 3).
+
+        Each device holds whole attention heads: the fused query/key/value kernel
+        [H, 3, N, Dh] is split on its head axis N, and the attention output kernel [H, H] by
+        rows, whose head-major order gives every device the same heads. The FFN's first
+        kernel is split by columns and its second by rows. So each pair of matmuls needs one
+        all-reduce, and attention itself runs per device on its own heads. The token and
+        position embedding tables are split along H. Everything else (LayerNorms, the biases
+        added after an all-reduce, the pooler, heads) is replicated. `num_heads`,
+        `intermediate_dim` and `hidden_dim` must be multiples of the axis' size.
+
+        >>> mesh = keras.distribution.DeviceMesh((1, 4), ("batch", "model"), devices)
+        >>> distribution = keras.distribution.ModelParallel(
+        ...     layout_map=BertEncoder.get_layout_map(mesh), batch_dim_name="batch")
+        >>> with distribution.scope():
+        ...     encoder = BertEncoder.from_preset("minilm_l6_h384_uncased")
+        """
+        from keras import distribution as kd
+
+        if model_parallel_dim_name not in device_mesh.axis_names:
+            raise ValueError(
+                f"The device mesh has axes {list(device_mesh.axis_names)}, without "
+                f"'{model_parallel_dim_name}' to split the weights over: pass "
+                "model_parallel_dim_name=<one of them>, or build the mesh with a "
+                f"'{model_parallel_dim_name}' axis.")
+        model = model_parallel_dim_name
+        block = r"(?:.*/)?transformer_layer_\d+"  # the path may sit under an outer model
+        rules = {
+            r"(?:.*/)?embeddings/token_embedding/embeddings": (None, model),  # [V, H]
+            r"(?:.*/)?embeddings/position_embedding": (None, model),  # [P, H]
+            f"{block}/attention/qkv/kernel": (None, None, model, None),  # [H, 3, N, Dh]
+            f"{block}/attention/qkv/bias": (None, model, None),  # [3, N, Dh]
+            f"{block}/attention/output/kernel": (model, None),  # [N * Dh, H]
+            f"{block}/intermediate/kernel": (None, model),  # [H, I]
+            f"{block}/intermediate/bias": (model,),  # [I]
+            f"{block}/output/kernel": (model, None),  # [I, H]
+        }
+        layout_map = kd.LayoutMap(device_mesh)
+        for pattern, axes in rules.items():
+            layout_map[pattern] = axes
+        return layout_map
 
     def get_config(self):
         return {
@@ -169,7 +224,7 @@ class BertEncoder(keras.Model):
         directory (`bert_config.json` + `bert_model.ckpt.*`) or a KerasHub preset directory.
         `overrides` replace config values (e.g. `dropout=0.0`, `return_hidden_states=True`).
         """
-        from keras_bert_suite.models.presets import load_encoder
+        from keras_bert_suite.models.from_checkpoint import load_encoder
 
         return load_encoder(cls, preset, load_weights=load_weights, **overrides)
 

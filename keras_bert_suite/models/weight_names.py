@@ -4,8 +4,8 @@
     embeddings/segment_embedding               [S, H]
     embeddings/position_embedding              [P, H]
     embeddings/layer_norm/{gamma,beta}         [H]
-    layer_{i}/attention/qkv/kernel             [H, 3H]  query | key | value on the last axis
-    layer_{i}/attention/qkv/bias               [3H]
+    layer_{i}/attention/qkv/kernel             [H, 3, N, H/N]  (query | key | value, head,
+    layer_{i}/attention/qkv/bias               [3, N, H/N]      dimension within the head)
     layer_{i}/attention/output/{kernel,bias}   [H, H], [H]
     layer_{i}/attention_layer_norm/{gamma,beta}
     layer_{i}/intermediate/{kernel,bias}       [H, I], [I]
@@ -19,7 +19,12 @@ Pretraining heads (BertPretrainer; `cls/predictions`, `cls/seq_relationship` in 
     mlm/output_bias                            [V]  (the decoder matrix is the token embedding)
     nsp/{kernel,bias}                          [H, 2], [2]
 
-Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in].
+Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in]. The qkv
+kernel in memory is the [H, 3H] concatenation of the query, key and value kernels (each
+head-major, as BERT splits heads); its head axis is separate so that a model-parallel layout
+can give each device whole heads (`BertEncoder.get_layout_map`). Files written before it
+stored that [H, 3H] array and load reshaped: preset directories of format_version 1
+(`preset_dir.load`), `.keras` and `.weights.h5` files (the attention layer's qkv projection).
 """
 
 import numpy as np

@@ -23,14 +23,16 @@ def test_minilm_config_vocabulary_and_fused_qkv(minilm_checkpoint, minilm_tensor
         "dropout": 0.1, "layer_norm_epsilon": 1e-12, "initializer_range": 0.02}
     assert checkpoint.lowercase is True
     assert checkpoint.vocabulary_path == os.path.join(minilm_dir, "vocab.txt")
-    # query | key | value side by side, each transposed from torch's [out, in].
+    # [H, 3, N, Dh]: query | key | value, then heads; each transposed from torch's [out, in],
+    # whose rows n * Dh ... (n + 1) * Dh are head n.
     qkv = checkpoint.weights["layer_3/attention/qkv/kernel"]
-    assert qkv.shape == (384, 3 * 384)
+    assert qkv.shape == (384, 3, 12, 32)
     for index, part in enumerate(("query", "key", "value")):
         torch_weight = minilm_tensors[f"encoder.layer.3.attention.self.{part}.weight"]
-        np.testing.assert_array_equal(qkv[:, index * 384:(index + 1) * 384], torch_weight.T)
+        np.testing.assert_array_equal(qkv[:, index].reshape(384, 384), torch_weight.T)
+        np.testing.assert_array_equal(qkv[:, index, 5], torch_weight[5 * 32:6 * 32].T)
     np.testing.assert_array_equal(
-        checkpoint.weights["layer_3/attention/qkv/bias"][384:768],
+        checkpoint.weights["layer_3/attention/qkv/bias"][1].reshape(384),
         minilm_tensors["encoder.layer.3.attention.self.key.bias"])
     assert not any(name.startswith(("mlm/", "nsp/")) for name in checkpoint.weights)
 

@@ -70,6 +70,26 @@ def test_newer_format_version_is_refused(tmp_path):
         load_checkpoint(tmp_path / "p")
 
 
+def test_a_format_version_1_preset_loads_its_qkv_weights_reshaped(tmp_path):
+    """Version 1 stored the qkv kernel [H, 3H] and bias [3H] (the same numbers in the same
+    order): such a preset still loads and gives the same outputs."""
+    encoder = _tiny_encoder()
+    weights = {name: keras.ops.convert_to_numpy(v) for name, v in encoder.weight_map().items()}
+    kernel, bias = "layer_0/attention/qkv/kernel", "layer_0/attention/qkv/bias"
+    weights[kernel], weights[bias] = weights[kernel].reshape(8, 24), weights[bias].reshape(24)
+    preset_dir.save(tmp_path / "p", encoder.get_config(), weights)
+    config_path = tmp_path / "p" / "config.json"
+    config_path.write_text(json.dumps({**json.loads(config_path.read_text()),
+                                       "format_version": 1}))
+
+    restored = BertEncoder.from_preset(tmp_path / "p")
+    inputs = {"token_ids": np.array([[2, 7, 3, 0]], "int32"),
+              "segment_ids": np.zeros((1, 4), "int32"),
+              "padding_mask": np.array([[1, 1, 1, 0]], "int32")}
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(restored(inputs)["sequence_output"]),
+                                  keras.ops.convert_to_numpy(encoder(inputs)["sequence_output"]))
+
+
 def test_mis_shaped_weight_names_the_weight_and_both_shapes(tmp_path):
     encoder = _tiny_encoder()
     weights = {name: keras.ops.convert_to_numpy(v) for name, v in encoder.weight_map().items()}

@@ -6,7 +6,7 @@ import pytest
 
 from keras_bert_suite import BertEncoder
 from keras_bert_suite.layers import BertSelfAttention
-from keras_bert_suite.models.presets import PRESETS
+from keras_bert_suite.checkpoints.presets import PRESETS
 from tests.conftest import to_numpy
 
 TINY = dict(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
@@ -82,6 +82,55 @@ def test_encode_at_equals_the_full_output_at_those_positions(num_layers):
     np.testing.assert_allclose(to_numpy(at["gathered_output"]), expected, atol=1e-5)
     np.testing.assert_allclose(to_numpy(at["pooled_output"]), to_numpy(full["pooled_output"]),
                                atol=1e-5)
+
+
+def test_variable_paths_and_the_per_head_qkv_shape():
+    """Paths are what checkpoints and layout maps name; the qkv kernel keeps heads apart."""
+    encoder = BertEncoder(**{**TINY, "num_layers": 1})
+    shapes = {variable.path: tuple(variable.shape) for variable in encoder.weights}
+    block = "transformer_layer_0"
+    assert list(shapes) == [
+        "embeddings/position_embedding", "embeddings/token_embedding/embeddings",
+        "embeddings/segment_embedding/embeddings", "embeddings/layer_norm/gamma",
+        "embeddings/layer_norm/beta", f"{block}/attention/qkv/kernel",
+        f"{block}/attention/qkv/bias", f"{block}/attention/output/kernel",
+        f"{block}/attention/output/bias", f"{block}/attention_layer_norm/gamma",
+        f"{block}/attention_layer_norm/beta", f"{block}/intermediate/kernel",
+        f"{block}/intermediate/bias", f"{block}/output/kernel", f"{block}/output/bias",
+        f"{block}/output_layer_norm/gamma", f"{block}/output_layer_norm/beta",
+        "pooler/kernel", "pooler/bias"]
+    assert shapes[f"{block}/attention/qkv/kernel"] == (8, 3, 2, 4)  # [H, 3, N, Dh]
+    assert shapes[f"{block}/attention/qkv/bias"] == (3, 2, 4)
+
+
+def test_weights_files_with_the_earlier_flat_qkv_kernel_still_load(tmp_path):
+    """Files written while the qkv kernel was [H, 3H] (bias [3H]) load reshaped."""
+    h5py = pytest.importorskip("h5py")
+    encoder = BertEncoder(**TINY)
+    path = str(tmp_path / "encoder.weights.h5")
+    encoder.save_weights(path)
+    flattened = []
+    with h5py.File(path, "r+") as h5:
+        qkv = [name for name, node in _h5_datasets(h5) if "/qkv/vars/" in name]
+        for name in qkv:  # rewrite them as the [H, 3H] Dense wrote them
+            value = h5[name][()]
+            del h5[name]
+            h5[name] = value.reshape(8, 24) if value.ndim == 4 else value.reshape(24)
+            flattened.append(h5[name].shape)
+    assert sorted(flattened) == [(8, 24), (8, 24), (24,), (24,)]
+    restored = BertEncoder(**TINY)
+    restored.load_weights(path)
+    inputs = _inputs()
+    np.testing.assert_array_equal(to_numpy(restored(inputs)["sequence_output"]),
+                                  to_numpy(encoder(inputs)["sequence_output"]))
+
+
+def _h5_datasets(group, prefix=""):
+    for key, node in group.items():
+        if hasattr(node, "items"):
+            yield from _h5_datasets(node, f"{prefix}{key}/")
+        else:
+            yield f"{prefix}{key}", node
 
 
 def test_explicit_attention_path_with_fewer_queries():

@@ -11,13 +11,15 @@ Each prints one JSON line (prefixed RESULT) that the test reads.
 import json
 import sys
 
+import numpy as np
+
 GLOBAL_BATCH = 8
 SEQUENCE_LENGTH = 32
 # A small pretraining run on real text (6 State of the Union addresses), 4 steps.
 SMALL_PRETRAINING = [
     'model.encoder_overrides={"num_layers": 2, "hidden_dim": 64, "num_heads": 2, '
     '"intermediate_dim": 128, "max_sequence_length": 32, "dropout": 0.0}',
-    "data.max_files=6", "data.eval_fraction=0", "data.max_seq_length=32",
+    "data.max_files=6", "data.eval_fraction=0", "data.sequence_length=32",
     "data.max_predictions_per_seq=5", "data.dupe_factor=1", "training.batch_size=8",
     "training.num_train_steps=4", "training.checkpoint_every_n_steps=2",
     "training.optimizer.num_warmup_steps=0"]
@@ -65,7 +67,7 @@ def mirrored_step():
     import numpy as np
 
     from keras_bert_suite.training import create_optimizer
-    from keras_bert_suite.training.distribution import Distribution, create_distribution
+    from keras_bert_suite.distribution import Distribution, create_distribution
 
     mirrored = create_distribution({"strategy": "mirrored", "num_devices": 2})
     x, y = _real_batch()
@@ -160,7 +162,7 @@ def multi_worker():
 
 def jax_fit():
     """DataParallel and ModelParallel `fit` of a small BertPretrainer on 2 host devices;
-    returns each variable's sharding next to what BERT_LAYOUT says it should be."""
+    returns each variable's sharding (the test compares it with BertEncoder's layout map)."""
     import keras
 
     from keras_bert_suite.recipe_runner import load_recipe
@@ -181,6 +183,89 @@ def jax_fit():
             results[strategy]["devices"] = len(pretrainer.weights[0].value.sharding.device_set)
     results["backend"] = keras.backend.backend()
     return results
+
+
+def _checkpoint_heads(num_heads):
+    """MiniLM's own attention weights, head by head, from its Hugging Face safetensors:
+    {part: [per head: kernel columns [H, Dh] or bias [Dh] or output kernel rows [Dh, H]]}."""
+    import os
+
+    from safetensors.numpy import load_file
+
+    from keras_bert_suite.checkpoints.packaged import packaged_checkpoint_dir
+
+    tensors = load_file(os.path.join(packaged_checkpoint_dir("all-MiniLM-L6-v2"),
+                                     "model.safetensors"))
+    layers = {}
+    for layer in range(6):
+        module = f"encoder.layer.{layer}.attention"
+        parts = {part: tensors[f"{module}.self.{part}.weight"].T  # torch [out, in] -> [in, out]
+                 for part in ("query", "key", "value")}
+        parts["bias"] = np.stack([tensors[f"{module}.self.{part}.bias"]
+                                  for part in ("query", "key", "value")])  # [3, H]
+        parts["output_rows"] = tensors[f"{module}.output.dense.weight"].T
+        # Heads are kernel columns, bias columns and output kernel rows.
+        layers[layer] = {part: np.split(value, num_heads, axis=0 if part == "output_rows" else 1)
+                         for part, value in parts.items()}
+    return layers
+
+
+def _which_head(piece, heads):
+    """The index of the checkpoint head `piece` equals exactly, or None."""
+    matches = [index for index, head in enumerate(heads) if np.array_equal(piece, head)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def jax_heads():
+    """The real MiniLM encoder under model_parallel over every host device (XLA_FLAGS from
+    the test) next to the same encoder on one device: which checkpoint heads each device's
+    shards of the attention weights hold, and both encoders' outputs on real sentences
+    (written to argv[2]/outputs.npz)."""
+    import keras
+
+    from keras_bert_suite import BertEncoder
+    from keras_bert_suite.distribution import create_distribution
+
+    x, _ = _real_batch()
+    positions = np.array([[1, 2, 3]] * GLOBAL_BATCH, "int32")
+    def outputs(name, encoder):
+        """Both forward paths as one compiled program (op-by-op eager collectives can miss
+        their 40 s rendezvous on a busy 2-core machine)."""
+        inputs = {key: keras.Input((None,), dtype="int32", name=key) for key in x}
+        rows = keras.Input((positions.shape[1],), dtype="int32", name="positions")
+        full = encoder(inputs)
+        model = keras.Model({**inputs, "positions": rows}, {
+            "sequence_output": full["sequence_output"], "pooled_output": full["pooled_output"],
+            "gathered_output": encoder.encode_at(inputs, rows)["gathered_output"]})
+        result = model.predict_on_batch({**x, "positions": positions})
+        return {f"{name}/{key}": np.asarray(value) for key, value in result.items()}
+
+    whole = outputs("whole", BertEncoder.from_preset("minilm_l6_h384_uncased"))  # one device
+    distribution = create_distribution({"strategy": "model_parallel"})
+    with distribution.scope():
+        split = BertEncoder.from_preset("minilm_l6_h384_uncased")
+        np.savez(f"{sys.argv[2]}/outputs.npz", **whole, **outputs("split", split))
+
+    checkpoint = _checkpoint_heads(split.num_heads)
+    heads = {}
+    for layer, block in enumerate(split.transformer_layers):
+        attention, ours = block.attention, checkpoint[layer]
+        held = {}
+        for shard in attention.qkv.kernel.value.addressable_shards:  # [H, 3, N / D, Dh]
+            data = np.asarray(shard.data)
+            held[str(shard.device)] = {
+                part: [_which_head(data[:, index, j], ours[part]) for j in range(data.shape[2])]
+                for index, part in enumerate(("query", "key", "value"))}
+        for shard in attention.qkv.bias.value.addressable_shards:  # [3, N / D, Dh]
+            data = np.asarray(shard.data)
+            held[str(shard.device)]["bias"] = [_which_head(data[:, j], ours["bias"])
+                                              for j in range(data.shape[1])]
+        for shard in attention.output_dense.kernel.value.addressable_shards:  # [N / D * Dh, H]
+            rows = np.split(np.asarray(shard.data), len(shard.data) // attention.head_dim)
+            held[str(shard.device)]["output_rows"] = [_which_head(r, ours["output_rows"])
+                                                     for r in rows]
+        heads[str(layer)] = held
+    return {"devices": len(keras.distribution.list_devices()), "heads": heads}
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Distributed training, run for real on this machine: MirroredStrategy over 2 logical CPUs,
 MultiWorkerMirroredStrategy with 2 worker processes on 127.0.0.1, JAX DataParallel and
-ModelParallel on 2 host devices, a SIGKILLed run that resumes, and the TPU wiring (no TPU here).
+ModelParallel on 2 host devices, the encoder's layout map splitting attention by whole heads
+on 2 and 4 host devices, a SIGKILLed run that resumes, and the TPU wiring (no TPU here).
 
 Devices must be set up before TensorFlow/JAX start, so the distributed parts run in fresh
 processes (tests/training/distributed_programs.py); these tests launch them once, from the
@@ -18,12 +19,12 @@ import time
 import numpy as np
 import pytest
 
-from keras_bert_suite.training import distribution as distribution_lib
-from keras_bert_suite.training.distribution import (
-    BERT_LAYOUT,
+from keras_bert_suite.distribution import (
+    Distribution,
     DistributionError,
     create_distribution,
-    expected_layout,
+    start_distribution,
+    tf_strategies,
 )
 
 pytestmark = pytest.mark.backend_independent
@@ -66,7 +67,7 @@ def test_strategy_backend_mismatches_say_what_to_use(strategy, backend, message)
 
 
 def test_global_and_per_replica_batch_sizes():
-    eight = distribution_lib.Distribution("mirrored", num_replicas=8)
+    eight = Distribution("mirrored", num_replicas=8)
     assert eight.global_batch_size(256) == 256
     assert eight.global_batch_size(256, per_replica_batch_size=16) == 128
     with pytest.raises(DistributionError, match="does not split evenly over 8 replicas"):
@@ -110,7 +111,6 @@ class _FakeTPU:
 
 def test_tpu_wiring_resolver_flags_and_bf16(monkeypatch):
     from keras_bert_suite.recipe_runner import load_recipe
-    from keras_bert_suite.recipe_runner.distributed import start_distribution
 
     fake = _FakeTPU(monkeypatch)
     recipe = load_recipe("pretrain_bert_base_phase1_tpu", overrides=[
@@ -123,13 +123,13 @@ def test_tpu_wiring_resolver_flags_and_bf16(monkeypatch):
     assert batch_size == recipe["training"]["batch_size"]
 
     fake.calls.clear()  # a TPU VM: local chips, nothing to connect to
-    monkeypatch.setattr(distribution_lib, "local_tpu_devices", lambda: ["/dev/accel0"])
+    monkeypatch.setattr(tf_strategies, "local_tpu_devices", lambda: ["/dev/accel0"])
     create_distribution({"strategy": "tpu", "tpu": "local", "steps_per_execution": 50})
     assert fake.calls == [("resolver", ""), ("initialize",), ("strategy", "Resolver")]
 
 
 def test_local_tpu_on_a_machine_without_one():
-    assert not distribution_lib.local_tpu_devices()  # this CPU machine
+    assert not tf_strategies.local_tpu_devices()  # this CPU machine
     with pytest.raises(DistributionError, match="this machine has no TPU chips"):
         create_distribution({"strategy": "tpu", "tpu": "local"}, backend="tensorflow")
 
@@ -141,20 +141,66 @@ def test_an_unreachable_tpu_is_one_clear_error(monkeypatch):
         create_distribution({"strategy": "tpu", "tpu": "my-tpu"})
 
 
-def test_layout_rules_are_disjoint_and_cover_every_sharded_kernel():
-    paths = ["embeddings/token_embedding/embeddings", "embeddings/position_embedding",
-             "transformer_layer_11/attention/qkv/kernel",
-             "transformer_layer_11/attention/output/kernel",
-             "transformer_layer_3/intermediate/kernel", "transformer_layer_3/output/kernel",
-             "transformer_layer_3/output/bias", "pooler/kernel",
-             "masked_lm_head/transform/kernel"]
-    import re
+def _layout_map(model_parallel_size=2):
+    """BertEncoder's layout map on a (1, model_parallel_size) mesh; the devices are names
+    only (a LayoutMap never touches them), so this runs on every backend."""
+    import keras
 
-    for path in paths:  # a LayoutMap refuses a path that two rules match
-        assert sum(bool(re.search(p, path)) for p in BERT_LAYOUT) <= 1, path
-    assert [expected_layout(p) for p in paths] == [
-        (None, "model"), (None, "model"), (None, "model"), ("model", None), (None, "model"),
-        ("model", None), None, None, None]
+    from keras_bert_suite import BertEncoder
+
+    mesh = keras.distribution.DeviceMesh(
+        (1, model_parallel_size), ("batch", "model"),
+        [f"cpu:{index}" for index in range(model_parallel_size)])
+    return BertEncoder.get_layout_map(mesh)
+
+
+def _axes(layout_map, path):
+    """The axes the layout map gives `path` (None: replicated); a LayoutMap raises when two
+    of its rules match one path."""
+    layout = layout_map[path]
+    return None if layout is None else tuple(layout.axes)
+
+
+def test_layout_rules_cover_every_encoder_variable_that_is_split():
+    from keras_bert_suite import BertEncoder
+
+    encoder = BertEncoder(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=8,
+                          intermediate_dim=16, max_sequence_length=16)
+    layout_map = _layout_map()
+    split = {v.path: _axes(layout_map, v.path) for v in encoder.weights
+             if _axes(layout_map, v.path) is not None}
+    heads, rows, columns = (None, None, "model", None), ("model", None), (None, "model")
+    expected = {"embeddings/token_embedding/embeddings": columns,
+                "embeddings/position_embedding": columns}
+    for i in range(2):
+        block = f"transformer_layer_{i}"
+        expected.update({
+            f"{block}/attention/qkv/kernel": heads,  # [H, 3, N, Dh]: split on N
+            f"{block}/attention/qkv/bias": heads[1:],  # [3, N, Dh]
+            f"{block}/attention/output/kernel": rows,  # [N * Dh, H]: the same heads' rows
+            f"{block}/intermediate/kernel": columns,
+            f"{block}/intermediate/bias": ("model",),
+            f"{block}/output/kernel": rows,
+        })
+    assert split == expected
+    shapes = {v.path: tuple(v.shape) for v in encoder.weights}
+    assert all(len(axes) == len(shapes[path]) for path, axes in split.items())  # rank fits
+    # The same rules find the encoder inside an outer model; heads and the rest stay whole.
+    assert _axes(layout_map, "pretrainer/transformer_layer_11/attention/qkv/kernel") == heads
+    for path in ("pooler/kernel", "transformer_layer_3/output/bias",
+                 "transformer_layer_3/attention/output/bias", "masked_lm_head/transform/kernel",
+                 "embeddings/segment_embedding/embeddings"):
+        assert _axes(layout_map, path) is None, path
+
+
+def test_layout_map_wants_a_model_axis():
+    import keras
+
+    from keras_bert_suite import BertEncoder
+
+    mesh = keras.distribution.DeviceMesh((2,), ("batch",), ["cpu:0", "cpu:1"])
+    with pytest.raises(ValueError, match="without 'model' to split the weights over"):
+        BertEncoder.get_layout_map(mesh)
 
 
 # === Real multi-device runs ===
@@ -238,19 +284,47 @@ def test_jax_data_and_model_parallel_fit_with_the_layout_map(tmp_path):
     for strategy in ("none", "data_parallel", "model_parallel"):
         assert result[strategy]["step"] == 4
     # The same 4 steps on 1 device, 2 data-parallel replicas and 2 model shards.
-    assert result["data_parallel"]["loss"] == pytest.approx(result["none"]["loss"], abs=1e-4)
-    assert result["model_parallel"]["loss"] == pytest.approx(result["none"]["loss"], abs=1e-4)
     for strategy in ("data_parallel", "model_parallel"):
+        assert result[strategy]["loss"] == pytest.approx(result["none"]["loss"], rel=1e-5,
+                                                         abs=1e-6)
         assert result[strategy]["devices"] == 2
     assert all(axes == ["None"] * len(axes)
                for axes in result["data_parallel"]["shardings"].values())  # replicated
-    shardings = result["model_parallel"]["shardings"]
+    layout_map = _layout_map()
     sharded = 0
-    for path, axes in shardings.items():
-        expected = expected_layout(path)
+    for path, axes in result["model_parallel"]["shardings"].items():
+        expected = _axes(layout_map, path)
         assert axes == ([str(a) for a in expected] if expected else ["None"] * len(axes)), path
         sharded += expected is not None
     assert sharded == 2 + 2 * 6  # embeddings + 6 kernels/biases in each of 2 layers
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("num_devices", [2, 4])
+def test_model_parallel_devices_hold_whole_heads_and_compute_the_same_outputs(
+        tmp_path, num_devices):
+    """MiniLM (12 heads) under model_parallel on 2 and 4 host devices: every device's shard of
+    each layer's qkv kernel and bias is whole heads of query, key and value, the same heads
+    as its rows of the attention output kernel; the outputs equal the unsplit encoder's."""
+    result = _program("jax_heads", str(tmp_path), backend="jax",
+                      XLA_FLAGS=f"--xla_force_host_platform_device_count={num_devices}")
+    assert result["devices"] == num_devices
+    heads_per_device = 12 // num_devices
+    for layer, devices in result["heads"].items():
+        assert len(devices) == num_devices, layer
+        held = []
+        for device, parts in devices.items():
+            # Each slice of the shard is one whole checkpoint head (None: it matched none).
+            heads = parts["query"]
+            assert len(heads) == heads_per_device and None not in heads, (layer, device)
+            assert parts["key"] == parts["value"] == parts["bias"] == heads, (layer, device)
+            assert parts["output_rows"] == heads, (layer, device)
+            held += heads
+        assert sorted(held) == list(range(12)), layer  # each head on exactly one device
+    with np.load(tmp_path / "outputs.npz") as outputs:
+        for name in ("sequence_output", "pooled_output", "gathered_output"):
+            np.testing.assert_allclose(outputs[f"split/{name}"], outputs[f"whole/{name}"],
+                                       rtol=1e-5, atol=1e-5, err_msg=name)
 
 
 # === Fault tolerance: SIGKILL mid-run, then resume ===
@@ -259,7 +333,7 @@ KILL_RUN = [
     "--set", 'model.encoder_overrides={"num_layers": 1, "hidden_dim": 16, "num_heads": 2, '
              '"intermediate_dim": 32, "max_sequence_length": 32, "dropout": 0.0}',
     "--set", "data.max_files=4", "--set", "data.eval_fraction=0",
-    "--set", "data.max_seq_length=32", "--set", "data.max_predictions_per_seq=5",
+    "--set", "data.sequence_length=32", "--set", "data.max_predictions_per_seq=5",
     "--set", "data.dupe_factor=1", "--set", "training.batch_size=4",
     "--set", "training.num_train_steps=60", "--set", "training.checkpoint_every_n_steps=5",
     "--set", "training.optimizer.num_warmup_steps=0", "--set", "training.log_every_n_steps=5",

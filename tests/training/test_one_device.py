@@ -5,8 +5,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_suite.training import create_distribution, create_optimizer
-from keras_bert_suite.training.distribution import Distribution
+from keras_bert_suite.distribution import Distribution, create_distribution
+from keras_bert_suite.training import create_optimizer
 from tests.tiny_pretraining import RUN_EAGERLY, pretraining_batch, tiny_pretrainer
 
 CPU = {"tensorflow": "/cpu:0", "jax": "cpu:0", "torch": "cpu"}[keras.backend.backend()]

@@ -9,7 +9,7 @@ every pass) -> BertPretrainer -> `create_optimizer` -> `fit` in "epochs" of one 
 interval (training/callbacks.py), with a backup every `checkpoint_every_n_steps`, TensorBoard
 logs and Keras' progress bar. Re-running into the same output directory resumes from the last
 backup with the same step counter, optimizer state and data position. The `distribution`
-section picks the devices (training/distribution.py; `training.batch_size` is the global
+section picks the devices (keras_bert_suite/distribution/; `training.batch_size` is the global
 batch); with several workers only the chief writes. The output directory gets:
 
     history.json       metrics after every checkpoint interval (and at step 0 with eval),
