@@ -4,8 +4,12 @@ One reader for every task file format, so every task reports bad input the same 
 "<file>, line <n>: <what is wrong>. <how to fix it>".
 
 Example:
+>>> with open("train.tsv", "w") as f:
+...     _ = f.write("sentence\\tlabel\\na gripping drama\\t1\\na \\"dull\\" mess\\t0\\n")
 >>> for line, row in read_rows("train.tsv", quoting=csv.QUOTE_NONE):
 ...     print(line, row["sentence"])
+2 a gripping drama
+3 a "dull" mess
 """
 
 import bz2

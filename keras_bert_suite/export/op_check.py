@@ -5,8 +5,9 @@ the tensorflow-text ops TF Serving links since 2.12. Everything else is reported
 `PyFunc` (a `tf.py_function`), `XlaCallModule` (a JAX export) or `TFText>RoundRobinTrim`
 (only TF Serving 2.20 has it).
 
-Example:
->>> check_servable_ops("saved_models/sentiment/1")  # raises ValueError naming bad ops
+Example (an export of `export_saved_model`; a graph with other ops raises a ValueError
+that names them):
+>>> check_servable_ops("saved_models/bert_classifier/1")
 """
 
 import os

@@ -33,9 +33,14 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
     TensorFlow-backend subprocess, so the graph is plain TensorFlow either way.
 
     Example:
-    >>> path = export_saved_model(classifier, "saved_models", name="sentiment")
-    >>> path
+    >>> from keras_bert_suite import BertClassifier
+    >>> classifier = BertClassifier.from_preset(
+    ...     "bert_uncased_L-2_H-128_A-2", load_weights=False, num_classes=2,
+    ...     sequence_length=16, label_names=["rotten", "fresh"])
+    >>> export_saved_model(classifier, "saved_models", name="sentiment")
     'saved_models/sentiment/1'
+    >>> export_saved_model(classifier, "saved_models", name="sentiment")  # the next version
+    'saved_models/sentiment/2'
     """
     name = name or model.name
     model_dir = os.path.join(base_dir, name)

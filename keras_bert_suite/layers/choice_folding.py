@@ -12,7 +12,9 @@ class FoldChoices(keras.layers.Layer):
     graph is built; the reshape runs on concrete shapes at call time.
 
     Example:
-    >>> FoldChoices()(token_ids)  # [2, 4, 64] -> [8, 64]
+    >>> token_ids = keras.ops.ones((2, 4, 64), dtype="int32")  # 2 questions, 4 choices each
+    >>> tuple(FoldChoices()(token_ids).shape)
+    (8, 64)
     """
 
     def call(self, inputs):

@@ -15,8 +15,17 @@ class ScalarMix(keras.layers.Layer):
     Output: [B, T, H].
 
     Example:
+    >>> from keras_bert_suite import BertEncoder, BertPreprocessor
+    >>> preset = "bert_uncased_L-2_H-128_A-2"
+    >>> encoder = BertEncoder.from_preset(  # random weights
+    ...     preset, load_weights=False, return_hidden_states=True)
+    >>> inputs = BertPreprocessor.from_preset(preset, sequence_length=16)(["a fine film"])
+    >>> hidden_states = encoder.predict_on_batch(inputs)["hidden_states"]  # [B, 1 + L, T, H]
+    >>> hidden_states.shape
+    (1, 3, 16, 128)
     >>> mix = ScalarMix()
-    >>> features = mix(encoder(inputs)["hidden_states"][:, 1:])  # mix the L layer outputs
+    >>> tuple(mix(hidden_states[:, 1:]).shape)  # mix the L layer outputs
+    (1, 16, 128)
     """
 
     def build(self, hidden_states_shape):

@@ -4,17 +4,24 @@ Both retry a request the server could not take (connection refused or reset, HTT
 UNAVAILABLE) `retries` times with exponential back-off (`backoff_seconds`, doubled each try),
 and raise `ServingError` carrying the server's own message for anything else.
 
+The examples assume `kbs serve --grpc_port 8500` (or TF Serving) on its default ports, serving
+a `saved_models/bert_classifier/` written by `export_saved_model` (random weights here).
+
 REST example (row format; `{"b64": ...}` is used for bytes automatically):
->>> client = RestClient("http://127.0.0.1:8501", timeout=10)
->>> client.predict("bert_classifier", instances=["a fine film", b"\\xff raw bytes"])
-[{"probabilities": [0.1, 0.9], "label": "fresh"}, ...]
->>> client.predict("bert_classifier", inputs={"text": ["a fine film"]}, version=2)
-{"probabilities": [[0.1, 0.9]], "label": ["fresh"]}
+>>> client = RestClient(timeout=10)  # "http://127.0.0.1:8501"
+>>> rows = client.predict("bert_classifier", instances=["a fine film", b"\\xff raw bytes"])
+>>> len(rows), sorted(rows[0])  # one dict per instance
+(2, ['label_names', 'logits', 'predicted_label', 'probabilities', 'truncated'])
+>>> rows[0]["label_names"], rows[0]["predicted_label"] in ("rotten", "fresh")
+(['rotten', 'fresh'], True)
+>>> columns = client.predict("bert_classifier", inputs={"text": ["a fine film"]}, version=1)
+>>> columns["label_names"], columns["truncated"]  # one list per output
+([['rotten', 'fresh']], [False])
 
 gRPC example (PredictionService from tensorflow-serving-api; numpy arrays back):
->>> with GrpcClient("127.0.0.1:8500") as client:
+>>> with GrpcClient() as client:  # "127.0.0.1:8500"
 ...     client.predict("bert_classifier", {"text": ["a fine film"]})["probabilities"]
-array([[0.1, 0.9]], dtype=float32)
+array([[0..., 0...]], dtype=float32)
 """
 
 import base64

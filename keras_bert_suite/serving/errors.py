@@ -8,9 +8,10 @@ class ServingError(Exception):
     "INVALID_ARGUMENT"); `message` is the server's own error text, unchanged, so a client
     sees exactly what TF Serving (or `kbs serve`) said.
 
-    Example:
+    Example (with `kbs serve` or TF Serving answering on the default 127.0.0.1:8501):
+    >>> from keras_bert_suite.serving import RestClient
     >>> try:
-    ...     RestClient("http://127.0.0.1:8501").predict("missing", instances=["hi"])
+    ...     RestClient().predict("missing", instances=["hi"])
     ... except ServingError as error:
     ...     print(error.status, error.message)
     404 Servable not found for request: Latest(missing)

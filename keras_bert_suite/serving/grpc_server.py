@@ -5,10 +5,15 @@ Like `server.py` this is a development server: same protos and status codes as T
 (NOT_FOUND for unknown models/versions/signatures, INVALID_ARGUMENT for bad inputs or inputs
 the model refuses), no batching.
 
-Example:
->>> grpc_server, port = start_grpc_server(store, port=8500)
->>> GrpcClient("127.0.0.1:8500").predict("bert_classifier", {"text": ["a fine film"]})
->>> grpc_server.stop(grace=None)
+Example (a `saved_models/bert_classifier/` written by `export_saved_model`; port=0 picks a
+free port, `kbs serve --grpc_port 8500` uses TF Serving's):
+>>> from keras_bert_suite.serving import GrpcClient
+>>> from keras_bert_suite.serving.model_store import ModelStore
+>>> grpc_server, port = start_grpc_server(ModelStore(model_base_path="saved_models"), port=0)
+>>> with GrpcClient(f"127.0.0.1:{port}") as client:
+...     client.predict("bert_classifier", {"text": ["a fine film"]})["label_names"]
+array([[b'rotten', b'fresh']], dtype=object)
+>>> _ = grpc_server.stop(grace=None)
 """
 
 import concurrent.futures

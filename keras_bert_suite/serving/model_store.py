@@ -16,10 +16,14 @@ Three ways to say what to serve, mirroring TF Serving's flags:
 
 Only tensorflow and tensorflow_text are needed (as on a serving host), never Keras models.
 
-Example:
+Example (a `saved_models/bert_classifier/` written by `export_saved_model`):
 >>> store = ModelStore(model_base_path="saved_models", poll_seconds=1.0)
 >>> served = store.resolve("bert_classifier")          # newest version
->>> served.run("serving_default", {"text": np.array([b"great movie"], object)})
+>>> served.version
+1
+>>> outputs = served.run("serving_default", {"text": np.array([b"great movie"], object)})
+>>> outputs["label_names"]
+array([[b'rotten', b'fresh']], dtype=object)
 """
 
 import dataclasses

@@ -16,10 +16,16 @@ laptop): it runs the SavedModel through TensorFlow in Python, without TF Serving
 batching, model warm-up, resource limits or hardened HTTP stack. Deploy with the
 `tensorflow/serving` image (serving/compose.yaml) in production.
 
-Example:
+Example (a `saved_models/bert_classifier/` written by `export_saved_model`; port=0 picks a
+free port, `kbs serve` uses TF Serving's 8501):
+>>> from keras_bert_suite.serving import RestClient
+>>> from keras_bert_suite.serving.model_store import ModelStore
 >>> store = ModelStore(model_base_path="saved_models").start_polling()
->>> with RestServer(store, port=8501) as server:
-...     RestClient(server.url).predict("bert_classifier", instances=["a fine film"])
+>>> with RestServer(store, port=0) as server:
+...     rows = RestClient(server.url).predict("bert_classifier", instances=["a fine film"])
+>>> rows[0]["label_names"], len(rows[0]["probabilities"])
+(['rotten', 'fresh'], 2)
+>>> store.stop()
 """
 
 import http.server

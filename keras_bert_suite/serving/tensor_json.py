@@ -15,6 +15,7 @@ The rules are those of TF Serving's `g3doc/api_rest.md`:
   ("0.1", not "0.10000000149011612"), as TF Serving does.
 
 Example:
+>>> import tensorflow as tf
 >>> specs = {"text": tf.TensorSpec([None], tf.string)}
 >>> inputs, row_format = parse_predict_request({"instances": ["hi", {"b64": "/w=="}]}, specs)
 >>> inputs["text"]

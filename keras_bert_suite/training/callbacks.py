@@ -12,12 +12,22 @@ with `fit(initial_epoch=...)` and skips the batches those epochs consumed.
     directory/backup/   epoch-000012.weights.h5 (the latest) and the one before it
     directory/logs/     TensorBoard event files (losses, metrics, learning_rate)
 
-Example:
->>> fit_arguments = checkpointed_fit_arguments(num_train_steps=10_000,
-...                                            checkpoint_every_n_steps=1_000)
+Example (a toy model and data set; 6 steps backed up every 2; a rerun after a crash
+starts after the last backup):
+>>> import numpy as np, tensorflow as tf
+>>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+>>> model.compile(optimizer="adam", loss="mse")
+>>> dataset = tf.data.Dataset.from_tensor_slices((np.ones((12, 3)), np.ones(12))).batch(2)
+>>> fit_arguments = checkpointed_fit_arguments(num_train_steps=6,
+...                                            checkpoint_every_n_steps=2)
+>>> fit_arguments
+{'epochs': 3, 'steps_per_epoch': 2}
 >>> epoch = restore_backup(model, "runs/pretrain")  # 0 on a fresh run
->>> model.fit(dataset.skip(epoch * fit_arguments["steps_per_epoch"]), initial_epoch=epoch,
-...           callbacks=training_callbacks("runs/pretrain"), verbose=1, **fit_arguments)
+>>> history = model.fit(
+...     dataset.skip(epoch * fit_arguments["steps_per_epoch"]), initial_epoch=epoch,
+...     callbacks=training_callbacks("runs/pretrain"), verbose=0, **fit_arguments)
+>>> restore_backup(model, "runs/pretrain")  # a finished run removes its backups
+0
 """
 
 import os

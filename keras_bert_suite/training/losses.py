@@ -49,10 +49,20 @@ class MaskedLMLoss(keras.losses.Loss):
     receives the per-prediction cross-entropies this loss computed anyway. The link is not
     serialized: `BertPretrainer.compile` makes it again after a `.keras` reload.
 
-    Example:
+    Example (logits that give every one of 4 tokens the same probability: loss log 4,
+    perplexity 4; the second slot is padding):
+    >>> import numpy as np
+    >>> from keras_bert_suite.training.metrics import MaskedLMPerplexity
+    >>> logits = keras.Input((2, 4))  # [B, P, V]
+    >>> model = keras.Model(logits, {"mlm_logits": keras.layers.Identity()(logits)})
     >>> loss, perplexity = MaskedLMLoss(), MaskedLMPerplexity()
     >>> loss.link_perplexity(perplexity)
     >>> model.compile(loss={"mlm_logits": loss}, weighted_metrics={"mlm_logits": [perplexity]})
+    >>> results = model.evaluate(np.zeros((1, 2, 4)), {"mlm_logits": np.array([[2, 0]])},
+    ...                          sample_weight={"mlm_logits": np.array([[1.0, 0.0]])},
+    ...                          return_dict=True, verbose=0)
+    >>> {name: round(value, 4) for name, value in sorted(results.items())}
+    {'loss': 1.3863, 'mlm_perplexity': 4.0}
     """
 
     def __init__(self, name="mlm_loss", reduction="mean_with_sample_weight", dtype=None):
@@ -91,8 +101,11 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     `y_true` [B, T] ints, `y_pred` [B, T, C] logits.
 
     Example:
+    >>> import numpy as np
+    >>> logits = np.array([[[0.0, 0.0], [5.0, -5.0]]])  # [B=1, T=2, C=2]
     >>> loss = MaskedSparseCategoricalCrossentropy()
-    >>> loss(np.array([[1, -100]]), logits)  # only position 0 counts
+    >>> round(float(loss(np.array([[1, -100]]), logits)), 4)  # only position 0 counts: log 2
+    0.6931
     """
 
     def __init__(self, ignore_label=IGNORE_LABEL, name="masked_sparse_categorical_crossentropy",

@@ -29,9 +29,16 @@ class MaskedLMPerplexity(keras.metrics.Mean):
     `MaskedLMLoss` (`loss.link_perplexity(metric)`, which `BertPretrainer.compile` does) it
     takes the loss's per-prediction values instead and ignores `update_state`.
 
-    Example:
-    >>> model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-    ...               weighted_metrics=[MaskedLMPerplexity()])
+    Example (standalone; uniform logits over 4 tokens give perplexity 4):
+    >>> import numpy as np
+    >>> perplexity = MaskedLMPerplexity()
+    >>> perplexity.update_state(np.array([[2, 0]]), np.zeros((1, 2, 4)),
+    ...                         sample_weight=np.array([[1.0, 0.0]]))  # slot 2 is padding
+    >>> round(float(perplexity.result()), 4)
+    4.0
+
+    In a model: `model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
+    from_logits=True), weighted_metrics=[MaskedLMPerplexity()])`.
     """
 
     def __init__(self, name="mlm_perplexity", dtype=None):
@@ -85,8 +92,13 @@ class MaskedSparseCategoricalAccuracy(keras.metrics.Mean):
     """Fraction of labelled positions (label != ignore_label) whose argmax is right.
 
     Example:
+    >>> import numpy as np
+    >>> labels = np.array([[1, 0, -100]])  # -100: not labelled (e.g. a later word piece)
+    >>> logits = np.array([[[0.0, 1.0], [0.0, 1.0], [1.0, 0.0]]])  # argmax 1, 1, 0
     >>> metric = MaskedSparseCategoricalAccuracy()
-    >>> metric.update_state(labels, logits); metric.result()
+    >>> metric.update_state(labels, logits)
+    >>> float(metric.result())
+    0.5
     """
 
     def __init__(self, ignore_label=IGNORE_LABEL, name="accuracy", dtype=None):

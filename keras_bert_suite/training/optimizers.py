@@ -107,6 +107,8 @@ def create_optimizer(
     Example:
     >>> optimizer = create_optimizer("adamw", learning_rate=1e-4, num_train_steps=100_000,
     ...                              num_warmup_steps=10_000)
+    >>> type(optimizer).__name__, float(optimizer.learning_rate)  # 0 at the warm-up's start
+    ('AdamW', 0.0)
     """
     if name not in OPTIMIZERS:
         raise ValueError(f"Unknown optimizer '{name}'; expected one of {sorted(OPTIMIZERS)}.")

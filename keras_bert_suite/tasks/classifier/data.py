@@ -1,11 +1,23 @@
 """Classification and regression examples from CSV, TSV and JSON Lines files.
 
 Example:
+>>> with open("train.csv", "w") as f:
+...     _ = f.write("review,stars\\nA gripping drama.,5\\nA dull mess.,1\\nFine.,3\\n")
+>>> with open("dev.csv", "w") as f:
+...     _ = f.write("review,stars\\nWhat a film!,5\\n")
 >>> train = read_classification_file("train.csv", text_column="review", label_column="stars")
+>>> train.label_names, train.labels
+(['1', '3', '5'], array([2, 0, 1], dtype=int32))
 >>> dev = read_classification_file("dev.csv", text_column="review", label_column="stars",
 ...                                label_names=train.label_names)  # same ids as training
+>>> dev.labels
+array([2], dtype=int32)
+>>> from keras_bert_suite import BertPreprocessor
 >>> ds = make_classification_dataset(train, batch_size=32, shuffle=True, seed=0)
->>> ds = ds.map(BertPreprocessor.from_preset("minilm_l6_h384_uncased"))
+>>> ds = ds.map(BertPreprocessor.from_preset("minilm_l6_h384_uncased", sequence_length=16))
+>>> inputs, labels = next(iter(ds))
+>>> inputs["token_ids"].shape
+TensorShape([3, 16])
 """
 
 import csv
@@ -136,8 +148,16 @@ def make_classification_dataset(examples, batch_size=None, shuffle=False, seed=N
     (e.g. a `BertPreprocessor`) batches are mapped through it, ready for `model.fit`.
 
     Example:
+    >>> from keras_bert_suite import BertPreprocessor
+    >>> train = ClassificationExamples(
+    ...     texts=["A gripping drama.", "A dull mess."], text_pairs=None, labels=np.array([1, 0]),
+    ...     label_names=["rotten", "fresh"], line_numbers=np.array([2, 3]), path="train.csv")
+    >>> preprocessor = BertPreprocessor.from_preset("minilm_l6_h384_uncased", sequence_length=8)
     >>> ds = make_classification_dataset(train, 32, shuffle=True, seed=0,
-    ...                                  preprocessor=BertPreprocessor.from_preset(...))
+    ...                                  preprocessor=preprocessor)
+    >>> inputs, labels = next(iter(ds))
+    >>> sorted(inputs), inputs["token_ids"].shape
+    (['padding_mask', 'segment_ids', 'token_ids'], TensorShape([2, 8]))
     """
     x = tf.constant(examples.texts, dtype=tf.string)
     if examples.text_pairs is not None:

@@ -8,9 +8,15 @@ test_mismatched.tsv; AX: diagnostic.tsv). The files are not quoted: a `"` is tex
 Label ids follow tensorflow-datasets / Hugging Face `datasets` (e.g. MNLI 0 entailment,
 1 neutral, 2 contradiction), so models trained here and there agree.
 
-Example:
->>> train = read_glue("mrpc", "/data/glue", "train")
->>> train.texts[0], train.text_pairs[0], train.labels[0]
+Example (one MRPC line, laid out as in the GLUE download):
+>>> import os
+>>> os.makedirs("glue/MRPC", exist_ok=True)
+>>> with open("glue/MRPC/train.tsv", "w") as f:
+...     _ = f.write("Quality\\t#1 ID\\t#2 ID\\t#1 String\\t#2 String\\n"
+...                 "1\\t702876\\t702977\\tHe said yes.\\tHe agreed.\\n")
+>>> train = read_glue("mrpc", "glue", "train")
+>>> train.texts[0], train.text_pairs[0], int(train.labels[0]), train.label_names
+('He said yes.', 'He agreed.', 1, ['0', '1'])
 >>> GLUE_TASKS["mrpc"].metrics
 ('f1', 'accuracy')
 """

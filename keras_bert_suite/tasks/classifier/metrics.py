@@ -7,8 +7,9 @@ degenerate F1 or Matthews correlation is 0, a constant input makes Pearson/Spear
 Example:
 >>> accuracy([1, 0, 1], [1, 1, 1])
 0.6666666666666666
->>> glue_metrics("mrpc", logits, labels)  # logits [N, 2] or class ids [N]
-{'accuracy': 0.84, 'f1': 0.88}
+>>> logits = np.array([[0.1, 2.0], [1.5, -1.0], [0.3, 0.2], [-0.5, 0.5]])
+>>> glue_metrics("mrpc", logits, [1, 0, 1, 1])  # logits [N, 2] or class ids [N]
+{'f1': 0.8, 'accuracy': 0.75}
 """
 
 import numpy as np

@@ -26,11 +26,14 @@ class BertClassifier(BertTask):
         dropout: dropout rate before the classification layer (BERT used 0.1).
         label_names: optional list of `num_classes` class names (kept for export).
 
-    Example:
-    >>> classifier = BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2,
-    ...                                          sequence_length=64)
-    >>> classifier.fit(["a gripping drama", "a dull mess"], [1, 0], epochs=1)
-    >>> classifier.predict(["what a film"])  # logits [1, 2]
+    Example (a tiny randomly initialised BERT; "minilm_l6_h384_uncased" has real weights):
+    >>> classifier = BertClassifier.from_preset(
+    ...     "bert_uncased_L-2_H-128_A-2", load_weights=False, num_classes=2,
+    ...     sequence_length=16, label_names=["rotten", "fresh"])
+    >>> history = classifier.fit(["a gripping drama", "a dull mess"], [1, 0], epochs=1,
+    ...                          verbose=0)
+    >>> classifier.predict(["what a film"], verbose=0).shape  # logits [B, num_classes]
+    (1, 2)
     """
 
     task_name = "classifier"

@@ -2,9 +2,10 @@
 
 tensorflow-datasets is an optional dependency: it is imported only when `load_tfds` runs.
 
-Example:
->>> train = load_tfds("glue/sst2", "train", text_column="sentence")
->>> len(train.label_names)
+Example (needs glue/sst2 prepared by tensorflow-datasets, e.g. with `download=True` on a
+machine with internet access; the test machine has no copy, so it is not run there):
+>>> train = load_tfds("glue/sst2", "train", text_column="sentence")  # doctest: +SKIP
+>>> len(train.label_names)  # doctest: +SKIP
 2
 """
 

@@ -28,9 +28,15 @@ class BertMultipleChoice(BertTask):
         preprocessor: optional `MultipleChoicePreprocessor`.
         dropout: dropout rate before the scoring layer.
 
-    Example:
-    >>> chooser = BertMultipleChoice.from_preset("minilm_l6_h384_uncased", num_choices=4)
-    >>> chooser.fit((contexts, endings), labels)  # endings [B, 4] strings, labels [B]
+    Example (a tiny randomly initialised BERT, to show the shapes):
+    >>> chooser = BertMultipleChoice.from_preset(
+    ...     "bert_uncased_L-2_H-128_A-2", load_weights=False, num_choices=2, sequence_length=16)
+    >>> contexts = ["She opens the door.", "He picks up the guitar."]
+    >>> choices = [["She walks in.", "She eats the door."],
+    ...            ["He plays a song.", "He drinks the guitar."]]
+    >>> history = chooser.fit((contexts, choices), [0, 0], epochs=1, verbose=0)
+    >>> chooser.predict((contexts, choices), verbose=0).shape  # logits [B, num_choices]
+    (2, 2)
     """
 
     task_name = "multiple_choice"

@@ -6,12 +6,20 @@ leading unnamed index column; the test file has no label). As in BERT's SWAG exp
 Hugging Face's `run_swag`, the first segment is `sent1` and each choice is `sent2 + " " +
 ending_i`; the model scores the 4 packed pairs and a softmax picks one.
 
-Example:
+Example (a one-row file in the official layout):
+>>> header = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
+>>> row = "0,lsmdc0001,7,She opens the door. She,She opens the door.,She,gold,walks in.,eats it.,is a door.,flies.,0"
+>>> with open("val.csv", "w") as f:
+...     _ = f.write(header + "\\n" + row + "\\n")
 >>> swag = read_swag("val.csv")
+>>> swag.contexts[0], swag.choices[0], int(swag.labels[0])
+('She opens the door.', ['She walks in.', 'She eats it.', 'She is a door.', 'She flies.'], 0)
+>>> from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
 >>> preprocessor = MultipleChoicePreprocessor.from_preset("minilm_l6_h384_uncased",
 ...                                                       sequence_length=64)
 >>> dataset = make_multiple_choice_dataset(swag, preprocessor, batch_size=32)
->>> next(iter(dataset))[0]["token_ids"].shape  # [32, 4, 64]
+>>> next(iter(dataset))[0]["token_ids"].shape  # [batch, choices, sequence_length]
+TensorShape([1, 4, 64])
 """
 
 import dataclasses

@@ -71,15 +71,24 @@ class BertPretrainer(BertTask):
         next_sentence_prediction: add the NSP head and its output (False = MLM only,
             RoBERTa style).
 
-    Example:
-    >>> pretrainer = BertPretrainer(BertEncoder.from_preset("bert_tiny_uncased"))
+    Example (one batch of 2 sequences of 8 tokens, 2 masked positions each; real batches come
+    from `tasks/pretrainer/`'s instances and masking):
+    >>> import numpy as np
+    >>> pretrainer = BertPretrainer(BertEncoder.from_preset(
+    ...     "bert_tiny_uncased", load_weights=False))
     >>> pretrainer.compile(optimizer=create_optimizer(  # BERT's schedule instead of constant
     ...     learning_rate=1e-4, num_train_steps=10_000, num_warmup_steps=1_000))
-    >>> x = {"token_ids": ids, "segment_ids": segments, "padding_mask": mask,
-    ...      "mask_positions": positions}
-    >>> y = {"mlm_labels": masked_ids, "mlm_weights": masked_weights,
-    ...      "nsp_labels": is_random_next}
-    >>> pretrainer.fit(x, y, batch_size=32)
+    >>> ids = np.array([[101, 2023, 103, 2003, 102, 2204, 103, 102]] * 2, "int32")  # 103 [MASK]
+    >>> x = {"token_ids": ids, "segment_ids": np.array([[0] * 5 + [1] * 3] * 2, "int32"),
+    ...      "padding_mask": np.ones((2, 8), "int32"),
+    ...      "mask_positions": np.array([[2, 6], [2, 6]], "int32")}
+    >>> y = {"mlm_labels": np.array([[3185, 3319], [3185, 0]], "int32"),
+    ...      "mlm_weights": np.array([[1.0, 1.0], [1.0, 0.0]], "float32"),  # one padded slot
+    ...      "nsp_labels": np.array([0, 1], "int32")}
+    >>> history = pretrainer.fit(x, y, batch_size=2, verbose=0)
+    >>> sorted(history.history)
+    ['loss', 'mlm_logits_accuracy', 'mlm_logits_loss', 'mlm_logits_perplexity',
+     'nsp_logits_accuracy', 'nsp_logits_loss']
     """
 
     task_name = "pretrainer"

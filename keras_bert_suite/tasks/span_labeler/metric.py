@@ -10,8 +10,13 @@ checked with clear errors; percentages (v1.1's script returns fractions) under o
 key names; and SQuAD 2.0's no-answer threshold search from null-score differences.
 
 Example:
->>> squad_v1_metrics("dev-v1.1.json", {"56be4db0acb8001400a502ec": "Denver Broncos"})
-{'exact_match': ..., 'f1': ..., 'total': ..., 'missing_predictions': 0}
+>>> from keras_bert_suite.data import corpora
+>>> from keras_bert_suite.tasks.span_labeler.quoref import quoref_to_squad
+>>> dev, _ = quoref_to_squad(corpora.fetch_quoref(), limit=2)  # a SQuAD v1.1 dict
+>>> [qa] = dev["data"][0]["paragraphs"][0]["qas"][:1]
+>>> gold = qa["answers"][0]["text"]
+>>> squad_v1_metrics(dev, {qa["id"]: gold, "quoref-1": "a wrong answer"})
+{'exact_match': 50.0, 'f1': 50.0, 'total': 2, 'missing_predictions': 0}
 """
 
 import json

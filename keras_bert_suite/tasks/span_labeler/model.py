@@ -37,11 +37,17 @@ class BertSpanLabeler(BertTask):
         encoder (or backbone): a `BertEncoder`.
         preprocessor: optional `SpanLabelerPreprocessor`.
 
-    Example:
-    >>> labeler = BertSpanLabeler.from_preset("minilm_l6_h384_uncased")
-    >>> labeler.fit((["Who wrote it?"], ["It was written by Ann."]),
-    ...             {"answer_start": [18], "answer_text": ["Ann"]})
-    >>> labeler.predict((["Who wrote it?"], ["It was written by Ann."]))["answer"]
+    Example (a tiny randomly initialised BERT, so the answer is not yet meaningful):
+    >>> labeler = BertSpanLabeler.from_preset(
+    ...     "bert_uncased_L-2_H-128_A-2", load_weights=False, sequence_length=32)
+    >>> history = labeler.fit((["Who wrote it?"], ["It was written by Ann."]),
+    ...                       {"answer_start": [18], "answer_text": ["Ann"]}, verbose=0)
+    >>> answers = labeler.predict((["Who wrote it?"], ["It was written by Ann."]), verbose=0)
+    >>> sorted(answers)
+    ['answer', 'end', 'null_score_diff', 'score', 'start']
+    >>> start, end = answers["start"][0], answers["end"][0]  # character offsets
+    >>> answers["answer"][0] == "It was written by Ann."[start:end]
+    True
     """
 
     task_name = "span_labeler"

@@ -88,6 +88,8 @@ class SpanLabelerPreprocessor(TokenizingPreprocessor):
     everything the postprocessor needs as well.
 
     Example:
+    >>> from keras_bert_suite import BertTokenizer
+    >>> tokenizer = BertTokenizer.from_preset("minilm_l6_h384_uncased")
     >>> preprocessor = SpanLabelerPreprocessor(tokenizer, sequence_length=384)
     >>> inputs = preprocessor((["Who wrote it?"], ["It was written by Anna."]))
     >>> inputs["token_ids"].shape

@@ -10,10 +10,19 @@ The windows are made by the same `SpanLabelerPreprocessor` (preprocessor.py) tha
 `predict` and the exported model use; `training_dataset` only materialises them once so an
 epoch has a known number of steps and shuffles windows, not questions.
 
-Example:
+Example (20 real Quoref questions written as a SQuAD v1.1 file):
+>>> from keras_bert_suite.data import corpora
+>>> from keras_bert_suite.tasks.span_labeler.quoref import quoref_to_squad
+>>> with open("train-v1.1.json", "w") as f:
+...     json.dump(quoref_to_squad(corpora.fetch_quoref(), limit=20)[0], f)
+>>> from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 >>> preprocessor = SpanLabelerPreprocessor.from_preset("minilm_l6_h384_uncased")
 >>> examples = read_squad_examples("train-v1.1.json")
+>>> len(examples), examples[0].question[:40]
+(20, 'What is the first name of the person who')
 >>> dataset, num_windows = training_dataset(preprocessor, examples, batch_size=32)
+>>> num_windows  # 384-token windows, a new one every 128 context pieces
+40
 """
 
 import dataclasses

@@ -50,7 +50,10 @@ def read_conll(path, tag_column=-1):
     (IOB1 and IOB2 files both work); each must be "O" or PREFIX-TYPE (e.g. "B-person").
 
     Example:
-    >>> sentences = read_conll("train.txt")          # WNUT-16: word TAB tag
+    >>> from keras_bert_suite.data import corpora
+    >>> sentences = read_conll(corpora.fetch_wnut16())  # WNUT-16 tweets: word TAB tag
+    >>> len(sentences)
+    2394
     >>> sentences[0].words[:3], sentences[0].tags[:3]
     (('@paulwalk', 'It', "'s"), ('O', 'O', 'O'))
     """

@@ -44,7 +44,18 @@ def entity_scores(y_true, y_pred, scheme=None):
 def classification_report(y_true, y_pred, scheme=None, digits=4):
     """seqeval's text report: one row per entity type, then micro/macro/weighted averages.
 
+    >>> gold_tags = [["B-person", "I-person", "O", "B-geo-loc"]]
+    >>> predicted_tags = [["B-person", "I-person", "O", "O"]]
     >>> print(classification_report(gold_tags, predicted_tags))
+                  precision    recall  f1-score   support
+    <BLANKLINE>
+         geo-loc     0.0000    0.0000    0.0000         1
+          person     1.0000    1.0000    1.0000         1
+    <BLANKLINE>
+       micro avg     1.0000    0.5000    0.6667         2
+       macro avg     0.5000    0.5000    0.5000         2
+    weighted avg     0.5000    0.5000    0.5000         2
+    <BLANKLINE>
     """
     return metrics.classification_report(
         *_checked(y_true, y_pred), digits=digits, zero_division=0, **_mode(scheme))

@@ -34,11 +34,17 @@ class BertTokenClassifier(BertTask):
         dropout: dropout rate before the classification layer.
         label_names: optional list of `num_classes` tag names, e.g. ["O", "B-PER", ...].
 
-    Example:
-    >>> tagger = BertTokenClassifier.from_preset("minilm_l6_h384_uncased", num_classes=3,
-    ...                                          label_names=["O", "B-LOC", "I-LOC"])
-    >>> tagger.fit([["I", "love", "New", "York"]], [[0, 0, 1, 2]])
-    >>> tagger.predict([["I", "love", "Paris"]])["tags"]
+    Example (a tiny randomly initialised BERT, so the tags are not yet meaningful):
+    >>> tagger = BertTokenClassifier.from_preset(
+    ...     "bert_uncased_L-2_H-128_A-2", load_weights=False, num_classes=3,
+    ...     sequence_length=16, label_names=["O", "B-LOC", "I-LOC"])
+    >>> history = tagger.fit([["I", "love", "New", "York"]], [[0, 0, 1, 2]], verbose=0)
+    >>> outputs = tagger.predict([["I", "love", "Paris"], ["New", "York", "is", "big"]],
+    ...                          verbose=0)
+    >>> outputs["num_words"], outputs["tags"].shape  # tags [B, words], padded with ""
+    (array([3, 4]), (2, 4))
+    >>> set(outputs["tags"][0][:3]) <= {"O", "B-LOC", "I-LOC"}
+    True
     """
 
     task_name = "token_classifier"

@@ -73,6 +73,8 @@ class TokenClassifierPreprocessor(TokenizingPreprocessor):
     `fit`. `chunks()` also returns what the postprocessor needs.
 
     Example:
+    >>> from keras_bert_suite import BertTokenizer
+    >>> tokenizer = BertTokenizer.from_preset("minilm_l6_h384_uncased")
     >>> preprocessor = TokenClassifierPreprocessor(tokenizer, sequence_length=64)
     >>> inputs, labels = preprocessor([["Paris", "Hilton"]], y=[[1, 2]])
     >>> labels[0, :4]   # [CLS] paris hilton [SEP]
@@ -175,6 +177,8 @@ def as_words(x):
         return None
     if isinstance(x, (list, tuple)) and x and all(isinstance(s, (list, tuple)) for s in x):
         return _ragged(x, tf.string)
+    if getattr(x, "ndim", None) == 2:  # numpy [B, W]: sentences of equally many words
+        return tf.RaggedTensor.from_tensor(tf.constant(x, tf.string), padding="")
     if hasattr(x, "dtype") and getattr(x, "ndim", 1) == 1 and len(x) and \
             isinstance(x[0], (list, tuple)):
         return _ragged(list(x), tf.string)
