@@ -15,11 +15,17 @@ import tempfile
 def reexport_in_tensorflow(model, directory, options, model_name, write_warmup=True):
     """Saves `model` (.keras, its preprocessor and label names inside), then writes the
     SavedModel to `directory` from a TensorFlow-backend Python process."""
+    import keras
+
     with tempfile.TemporaryDirectory() as work:
         model_path = os.path.join(work, "model.keras")
         model.save(model_path)
+        # The preprocessor travels on its own too: a bare encoder's config has none, and an
+        # export may override a task's (export_saved_model(..., preprocessor=...)).
         spec = {"model": model_path, "directory": directory, "options": options,
-                "model_name": model_name, "write_warmup": write_warmup}
+                "model_name": model_name, "write_warmup": write_warmup,
+                "preprocessor": keras.saving.serialize_keras_object(model.preprocessor),
+                "label_names": getattr(model, "label_names", None)}
         spec_path = os.path.join(work, "spec.json")
         with open(spec_path, "w") as f:
             json.dump(spec, f)
@@ -42,6 +48,9 @@ def main(spec_path):
         spec = json.load(f)
     import_task_models()  # registers the task classes for load_model
     model = keras.saving.load_model(spec["model"], compile=False)
+    model.preprocessor = keras.saving.deserialize_keras_object(spec["preprocessor"])
+    if spec["label_names"] is not None:
+        model.label_names = spec["label_names"]
     write_saved_model(model, spec["directory"], spec["options"], spec["model_name"],
                       spec["write_warmup"])
 

@@ -46,8 +46,12 @@ class BertEncoder(keras.Model):
     the embedding output followed by every layer's output.
 
     Example:
+    >>> from keras_bert_suite import BertPreprocessor
     >>> encoder = BertEncoder.from_preset("minilm_l6_h384_uncased")  # real pretrained weights
-    >>> outputs = encoder({"token_ids": ids, "segment_ids": segments, "padding_mask": mask})
+    >>> preprocessor = BertPreprocessor.from_preset("minilm_l6_h384_uncased", sequence_length=16)
+    >>> outputs = encoder(preprocessor(["The senate passed the bill."]))
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((1, 16, 384), (1, 384))
     """
 
     def __init__(
@@ -150,9 +154,18 @@ class BertEncoder(keras.Model):
         added after an all-reduce, the pooler, heads) is replicated. `num_heads`,
         `intermediate_dim` and `hidden_dim` must be multiples of the axis' size.
 
-        >>> mesh = keras.distribution.DeviceMesh((1, 4), ("batch", "model"), devices)
+        On JAX (and TensorFlow's prototype; PyTorch has no keras.distribution), with the
+        devices of this machine (4 accelerators, or 4 virtual CPU devices from
+        `XLA_FLAGS=--xla_force_host_platform_device_count=4`):
+
+        >>> import keras
+        >>> devices = keras.distribution.list_devices()
+        >>> mesh = keras.distribution.DeviceMesh((1, len(devices)), ("batch", "model"), devices)
+        >>> layout_map = BertEncoder.get_layout_map(mesh)
+        >>> layout_map["transformer_layer_0/attention/qkv/kernel"].axes  # [H, 3, N, Dh]
+        (None, None, 'model', None)
         >>> distribution = keras.distribution.ModelParallel(
-        ...     layout_map=BertEncoder.get_layout_map(mesh), batch_dim_name="batch")
+        ...     layout_map=layout_map, batch_dim_name="batch")
         >>> with distribution.scope():
         ...     encoder = BertEncoder.from_preset("minilm_l6_h384_uncased")
         """
