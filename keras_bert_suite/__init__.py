@@ -26,6 +26,7 @@ _PUBLIC = {
     "BertTokenizer": "keras_bert_suite.text",
     "SegmentPacker": "keras_bert_suite.text",
     "learn_vocabulary": "keras_bert_suite.text",
+    "load_model": "keras_bert_suite.tasks",
 }
 
 __all__ = sorted(_PUBLIC)

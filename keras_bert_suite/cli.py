@@ -87,17 +87,14 @@ def _serve(args):
 
 
 def _export(args):
-    import keras
-
-    from keras_bert_suite.tasks import import_task_models
     from keras_bert_suite import BertPreprocessor
     from keras_bert_suite.export import export_saved_model
+    from keras_bert_suite.tasks import load_model
 
     if not os.path.isfile(args.model):
         raise FileNotFoundError(f"{args.model} does not exist (expected a .keras file saved "
                                 "with model.save).")
-    import_task_models()  # registers the task classes for load_model
-    model = keras.saving.load_model(args.model, compile=False)
+    model = load_model(args.model, compile=False)
     preprocessor = None
     if args.preprocessor:
         preprocessor = BertPreprocessor.from_preset(args.preprocessor,
@@ -193,8 +190,9 @@ def build_parser():
     serve.add_argument("--host", default="127.0.0.1",
                        help="interface to bind (default: this machine only)")
     serve.add_argument("--port", type=int, default=8501, help="REST port (0: any free port)")
-    serve.add_argument("--grpc_port", type=int, default=0,
-                       help="also serve gRPC PredictionService on this port (TF Serving: 8500)")
+    serve.add_argument("--grpc_port", type=int, default=None,
+                       help="also serve gRPC PredictionService on this port (TF Serving: 8500; "
+                            "0: any free port)")
     serve.add_argument("--max_request_bytes", type=int, default=32 * 1024 * 1024)
     serve.add_argument("--file_system_poll_wait_seconds", type=float, default=1.0,
                        help="how often to look for new versions (0: never)")

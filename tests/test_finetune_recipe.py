@@ -93,9 +93,10 @@ def test_recipe_errors_name_the_problem(tmp_path):
                                  command="finetune")
 
 
-def test_cli_reports_recipe_errors_without_traceback(capsys):
+def test_cli_reports_recipe_errors_without_traceback(capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["finetune", "ner_wnut16_cpu", "--set", "data.held_out=0", "--output", "/tmp/none"]
+        cli.main(["finetune", "ner_wnut16_cpu", "--set", "data.held_out=0",
+                  "--output", str(tmp_path / "run")]
                  + [arg for value in TINY for arg in ("--set", value)])
     assert exit_info.value.code == 2
     assert "data.held_out=0 must be between 1 and" in capsys.readouterr().err

@@ -1,71 +1,86 @@
-"""The module tree that Hugging Face and Google BERT checkpoints share, mapped to our names.
+"""The module tree that Hugging Face and Google BERT checkpoints share, mapped onto our weight
+table (`weight_table.py`).
 
 Both formats name the same modules (`embeddings.word_embeddings`,
 `encoder.layer.{i}.attention.self.query`, `pooler.dense`, ...); they differ only in spelling
-(`.` vs `/`, `weight` vs `kernel`) and kernel layout. A format adapter turns a module path
-into arrays in our layout:
+(`.` vs `/`, `weight` vs `kernel`) and kernel layout. A format adapter reads one variable of a
+module path in our layout:
 
-    adapter.embedding(path, shape)            -> [rows, H]
-    adapter.layer_norm(path, dim)             -> (gamma, beta)
-    adapter.dense(path, in_dim, out_dim)      -> (kernel [in, out], bias [out])
+    adapter.get(path, variable, shape)   variable: "kernel" [in, out], "bias", "gamma",
+                                         "beta", or None for an embedding / a lone tensor
+    adapter.has(path, variable)
 
-`encoder_weights` asks for the modules in checkpoint order, so the first missing variable
-is the one reported.
+The readers walk the table, so the names they return are the table's; `MODULES` only says
+where each of its modules sits in BERT's tree. They ask in checkpoint order, so the first
+missing variable is the one reported.
 """
 
 import numpy as np
 
+from keras_bert_suite.checkpoints import weight_table
+
+# Table module -> BERT module path (under `encoder.layer.{i}.` for a transformer layer's).
+MODULES = {
+    "embeddings/token_embedding": "embeddings.word_embeddings",
+    "embeddings/segment_embedding": "embeddings.token_type_embeddings",
+    "embeddings/position_embedding": "embeddings.position_embeddings",
+    "embeddings/layer_norm": "embeddings.LayerNorm",
+    "attention/qkv": "attention.self",  # three modules: .query, .key, .value
+    "attention/output": "attention.output.dense",
+    "attention_layer_norm": "attention.output.LayerNorm",
+    "intermediate": "intermediate.dense",
+    "output": "output.dense",
+    "output_layer_norm": "output.LayerNorm",
+    "pooler": "pooler.dense",
+    "mlm/transform": "cls.predictions.transform.dense",
+    "mlm/layer_norm": "cls.predictions.transform.LayerNorm",
+    "mlm/output_bias": "cls.predictions.output_bias",
+    "nsp": "cls.seq_relationship",
+}
+_QKV = ("query", "key", "value")
+
 
 def encoder_weights(config, adapter):
-    hidden, intermediate = config["hidden_dim"], config["intermediate_dim"]
-    heads = config["num_heads"]
-    weights = {
-        "embeddings/token_embedding": adapter.embedding(
-            "embeddings.word_embeddings", (config["vocabulary_size"], hidden)),
-        "embeddings/segment_embedding": adapter.embedding(
-            "embeddings.token_type_embeddings", (config["num_segments"], hidden)),
-        "embeddings/position_embedding": adapter.embedding(
-            "embeddings.position_embeddings", (config["max_sequence_length"], hidden)),
-    }
-    _put_layer_norm(weights, "embeddings/layer_norm",
-                    adapter.layer_norm("embeddings.LayerNorm", hidden))
-    for i in range(config["num_layers"]):
-        module, ours = f"encoder.layer.{i}", f"layer_{i}"
-        query, key, value = (
-            adapter.dense(f"{module}.attention.self.{part}", hidden, hidden)
-            for part in ("query", "key", "value"))
-        # Our attention projects query | key | value with one [H, 3, N, Dh] kernel; each
-        # [H, H] kernel's columns are already head-major (BERT's transpose_for_scores).
-        weights[f"{ours}/attention/qkv/kernel"] = np.stack(
-            [query[0], key[0], value[0]], axis=1).reshape(hidden, 3, heads, hidden // heads)
-        weights[f"{ours}/attention/qkv/bias"] = np.stack(
-            [query[1], key[1], value[1]]).reshape(3, heads, hidden // heads)
-        _put_dense(weights, f"{ours}/attention/output",
-                   adapter.dense(f"{module}.attention.output.dense", hidden, hidden))
-        _put_layer_norm(weights, f"{ours}/attention_layer_norm",
-                        adapter.layer_norm(f"{module}.attention.output.LayerNorm", hidden))
-        _put_dense(weights, f"{ours}/intermediate",
-                   adapter.dense(f"{module}.intermediate.dense", hidden, intermediate))
-        _put_dense(weights, f"{ours}/output",
-                   adapter.dense(f"{module}.output.dense", intermediate, hidden))
-        _put_layer_norm(weights, f"{ours}/output_layer_norm",
-                        adapter.layer_norm(f"{module}.output.LayerNorm", hidden))
-    _put_dense(weights, "pooler", adapter.dense("pooler.dense", hidden, hidden))
-    return weights
+    """{canonical encoder weight name: array} read through `adapter`."""
+    return _read(weight_table.encoder_weights(config), adapter)
 
 
-def mlm_transform_weights(config, adapter, module):
-    """The MLM head's dense + LayerNorm (`cls.predictions.transform` in both formats)."""
-    hidden = config["hidden_dim"]
+def head_weights(config, adapter):
+    """The MLM and NSP head weights that the checkpoint has (a head is all there or absent)."""
     weights = {}
-    _put_dense(weights, "mlm/transform", adapter.dense(f"{module}.dense", hidden, hidden))
-    _put_layer_norm(weights, "mlm/layer_norm", adapter.layer_norm(f"{module}.LayerNorm", hidden))
+    for head in weight_table.HEAD_WEIGHTS:
+        table = weight_table.head_weights(head, config)
+        if adapter.has(*_location(table[0])):
+            weights.update(_read(table, adapter))
     return weights
 
 
-def _put_dense(weights, name, kernel_and_bias):
-    weights[f"{name}/kernel"], weights[f"{name}/bias"] = kernel_and_bias
+def _read(table, adapter):
+    weights = {}
+    for weight in table:
+        path, variable = _location(weight)
+        if path.endswith(".attention.self"):
+            weights[weight.name] = _stacked_qkv(adapter, path, variable, weight.shape)
+        else:
+            weights[weight.name] = adapter.get(path, variable, weight.shape)
+    return weights
 
 
-def _put_layer_norm(weights, name, gamma_and_beta):
-    weights[f"{name}/gamma"], weights[f"{name}/beta"] = gamma_and_beta
+def _location(weight):
+    module, variable = weight_table.split_template(weight.template)
+    path = MODULES[module]
+    if weight.layer is not None:
+        path = f"encoder.layer.{weight.layer}.{path}"
+    return path, variable
+
+
+def _stacked_qkv(adapter, path, variable, shape):
+    """Our one query | key | value projection from BERT's three. Each [H, H] kernel's columns
+    are already head-major (BERT's transpose_for_scores), so stacking and reshaping is exact."""
+    if variable == "kernel":  # 3 x [H, H] -> [H, 3, N, Dh]
+        hidden = shape[0]
+        parts = [adapter.get(f"{path}.{part}", variable, (hidden, hidden)) for part in _QKV]
+        return np.stack(parts, axis=1).reshape(shape)
+    hidden = int(np.prod(shape[1:]))  # 3 x [H] -> [3, N, Dh]
+    return np.stack([adapter.get(f"{path}.{part}", variable, (hidden,))
+                     for part in _QKV]).reshape(shape)

@@ -8,7 +8,7 @@ class Checkpoint:
     """What every reader returns.
 
     config: BertEncoder keyword arguments (DESIGN.md names).
-    weights: {canonical weight name: numpy array} (see models/weight_names.py), or None when
+    weights: {canonical weight name: numpy array} (see weight_table.py), or None when
         only the architecture was asked for. Pretraining-head weights, when the checkpoint has
         them, use the `mlm/...` and `nsp/...` names.
     vocabulary_path: the checkpoint's vocab.txt, or None.

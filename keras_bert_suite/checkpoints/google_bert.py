@@ -55,22 +55,7 @@ def _read_weights(prefix, config, config_path):
         reader.get_variable_to_shape_map(), reader.get_tensor,
         where=f"checkpoint {prefix}", config_file=config_path)
     weights = bert_layout.encoder_weights(config, _Adapter(source, "bert/"))
-    weights.update(_head_weights(config, source))
-    return weights
-
-
-def _head_weights(config, source):
-    adapter, weights = _Adapter(source, ""), {}
-    hidden = config["hidden_dim"]
-    if "cls/predictions/transform/dense/kernel" in source:
-        weights.update(
-            bert_layout.mlm_transform_weights(config, adapter, "cls.predictions.transform"))
-        weights["mlm/output_bias"] = source.get(
-            "cls/predictions/output_bias", (config["vocabulary_size"],))
-    if "cls/seq_relationship/output_weights" in source:
-        # modeling.py multiplies with transpose_b=True: the variable is [2, H], ours is [H, 2].
-        weights["nsp/kernel"] = source.get("cls/seq_relationship/output_weights", (2, hidden)).T
-        weights["nsp/bias"] = source.get("cls/seq_relationship/output_bias", (2,))
+    weights.update(bert_layout.head_weights(config, _Adapter(source, "")))  # `cls/...`
     return weights
 
 
@@ -80,21 +65,21 @@ class _Adapter:
     def __init__(self, source, prefix):
         self.source, self.prefix = source, prefix
 
-    def _name(self, path):
+    def _name(self, path, variable):
         # "encoder.layer.3.attention.self.query" -> "bert/encoder/layer_3/attention/self/query"
-        return self.prefix + path.replace("encoder.layer.", "encoder/layer_").replace(".", "/")
+        name = self.prefix + path.replace("encoder.layer.", "encoder/layer_").replace(".", "/")
+        if path == "cls.seq_relationship":  # run_pretraining.py's own names for the NSP dense
+            variable = {"kernel": "output_weights", "bias": "output_bias"}[variable]
+        return name if variable is None else f"{name}/{variable}"
 
-    def embedding(self, path, shape):
-        return self.source.get(self._name(path), shape)
+    def has(self, path, variable):
+        return self._name(path, variable) in self.source
 
-    def layer_norm(self, path, dim):
-        name = self._name(path)
-        return self.source.get(f"{name}/gamma", (dim,)), self.source.get(f"{name}/beta", (dim,))
-
-    def dense(self, path, in_dim, out_dim):
-        name = self._name(path)
-        return (self.source.get(f"{name}/kernel", (in_dim, out_dim)),
-                self.source.get(f"{name}/bias", (out_dim,)))
+    def get(self, path, variable, shape):
+        if path == "cls.seq_relationship" and variable == "kernel":
+            # modeling.py multiplies with transpose_b=True: the variable is [2, H], ours [H, 2].
+            return self.source.get(self._name(path, variable), tuple(reversed(shape))).T
+        return self.source.get(self._name(path, variable), shape)
 
 
 def _find_checkpoint_prefix(directory):

@@ -54,23 +54,8 @@ def _read_weights(directory, config, config_path):
     source = _open_weights(directory, config_path)
     prefix = "bert." if "bert.embeddings.word_embeddings.weight" in source else ""
     weights = bert_layout.encoder_weights(config, _Adapter(source, prefix))
-    weights.update(_head_weights(config, source))
-    return weights
-
-
-def _head_weights(config, source):
-    """MLM / NSP heads; the `cls.` modules are never under the `bert.` prefix."""
-    adapter, weights = _Adapter(source, ""), {}
-    if "cls.predictions.transform.dense.weight" in source:
-        weights.update(
-            bert_layout.mlm_transform_weights(config, adapter, "cls.predictions.transform"))
-        # Newer files store the bias once as cls.predictions.bias; some only as decoder.bias.
-        bias_name = ("cls.predictions.bias" if "cls.predictions.bias" in source
-                     else "cls.predictions.decoder.bias")
-        weights["mlm/output_bias"] = source.get(bias_name, (config["vocabulary_size"],))
-    if "cls.seq_relationship.weight" in source:
-        weights["nsp/kernel"], weights["nsp/bias"] = adapter.dense(
-            "cls.seq_relationship", config["hidden_dim"], 2)
+    # The `cls.` modules (MLM / NSP heads) are never under the `bert.` prefix.
+    weights.update(bert_layout.head_weights(config, _Adapter(source, "")))
     return weights
 
 
@@ -80,19 +65,25 @@ class _Adapter:
     def __init__(self, source, prefix):
         self.source, self.prefix = source, prefix
 
-    def embedding(self, path, shape):
-        return self.source.get(f"{self.prefix}{path}.weight", shape)
-
-    def layer_norm(self, path, dim):
+    def _name(self, path, variable):
         name = f"{self.prefix}{path}"
-        gamma, beta = ("gamma", "beta") if f"{name}.gamma" in self.source else ("weight", "bias")
-        return self.source.get(f"{name}.{gamma}", (dim,)), self.source.get(f"{name}.{beta}", (dim,))
+        if path == "cls.predictions.output_bias":
+            # Newer files store the bias once as cls.predictions.bias; some only as decoder.bias.
+            return ("cls.predictions.bias" if "cls.predictions.bias" in self.source
+                    else "cls.predictions.decoder.bias")
+        if variable in ("gamma", "beta"):  # LayerNorm: weight/bias, or gamma/beta when old
+            return (f"{name}.{variable}" if f"{name}.gamma" in self.source
+                    else f"{name}.{'weight' if variable == 'gamma' else 'bias'}")
+        return f"{name}.{'bias' if variable == 'bias' else 'weight'}"
 
-    def dense(self, path, in_dim, out_dim):
-        name = f"{self.prefix}{path}"
-        # torch.nn.Linear stores [out, in]; our kernels are [in, out].
-        kernel = self.source.get(f"{name}.weight", (out_dim, in_dim)).T
-        return kernel, self.source.get(f"{name}.bias", (out_dim,))
+    def has(self, path, variable):
+        return self._name(path, variable) in self.source
+
+    def get(self, path, variable, shape):
+        name = self._name(path, variable)
+        if variable == "kernel":  # torch.nn.Linear stores [out, in]; our kernels are [in, out].
+            return self.source.get(name, tuple(reversed(shape))).T
+        return self.source.get(name, shape)
 
 
 def _open_weights(directory, config_path):

@@ -23,6 +23,7 @@ import os
 
 import numpy as np
 
+from keras_bert_suite.checkpoints import weight_table
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 from keras_bert_suite.checkpoints.tensors import TensorSource
@@ -32,24 +33,32 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
 FILES_NEEDED = f"{CONFIG_FILE} naming keras_hub>BertBackbone + {WEIGHTS_FILE}"
 
-# Our per-layer names -> KerasHub's, for the weights that only differ in name.
-_LAYER_RENAMES = {
-    "attention_layer_norm": "self_attention_layer_norm",
-    "intermediate": "feedforward_intermediate_dense",
-    "output": "feedforward_output_dense",
-    "output_layer_norm": "feedforward_layer_norm",
-}
-# KerasHub keeps query, key and value in three [H, N, Dh] kernels; ours stacks them on axis 1.
-_QKV = ("query", "key", "value")
-_TOP_RENAMES = {
+# Table template -> KerasHub's variable path (under `transformer_layer_{i}/` for a layer's).
+# `{part}`: KerasHub keeps query, key and value in three variables; ours stacks them.
+KERAS_HUB_NAMES = {
     "embeddings/token_embedding": "token_embedding/embeddings",
     "embeddings/segment_embedding": "segment_embedding/embeddings",
     "embeddings/position_embedding": "position_embedding/embeddings",
     "embeddings/layer_norm/gamma": "embeddings_layer_norm/gamma",
     "embeddings/layer_norm/beta": "embeddings_layer_norm/beta",
+    "attention/qkv/kernel": "self_attention_layer/{part}/kernel",  # 3 x [H, N, Dh], axis 1
+    "attention/qkv/bias": "self_attention_layer/{part}/bias",  # 3 x [N, Dh], axis 0
+    "attention/output/kernel": "self_attention_layer/attention_output/kernel",  # [N, Dh, H]
+    "attention/output/bias": "self_attention_layer/attention_output/bias",
+    "attention_layer_norm/gamma": "self_attention_layer_norm/gamma",
+    "attention_layer_norm/beta": "self_attention_layer_norm/beta",
+    "intermediate/kernel": "feedforward_intermediate_dense/kernel",
+    "intermediate/bias": "feedforward_intermediate_dense/bias",
+    "output/kernel": "feedforward_output_dense/kernel",
+    "output/bias": "feedforward_output_dense/bias",
+    "output_layer_norm/gamma": "feedforward_layer_norm/gamma",
+    "output_layer_norm/beta": "feedforward_layer_norm/beta",
     "pooler/kernel": "pooled_dense/kernel",
     "pooler/bias": "pooled_dense/bias",
 }
+# Where KerasHub's shape differs by more than the qkv split (same numbers, reshaped).
+_KERAS_HUB_SHAPES = {"attention/output/kernel": ("N", "Dh", "H")}  # an EinsumDense kernel
+_QKV = ("query", "key", "value")
 
 
 def matches(directory, config_json):
@@ -102,93 +111,48 @@ def from_keras_hub(variables, config):
     """{KerasHub variable path: array} (or a TensorSource) -> {our canonical name: array}."""
     source = variables if isinstance(variables, TensorSource) else TensorSource(
         *_dict_source(variables), where="KerasHub weights", config_file="the config")
-    shapes = _our_shapes(config)
-    hidden, heads = config["hidden_dim"], config["num_heads"]
-    head_dim = hidden // heads
-    weights = {}
-    for ours, shape in shapes.items():
-        if ours in _TOP_RENAMES:
-            weights[ours] = source.get(_TOP_RENAMES[ours], shape)
-            continue
-        layer, rest = ours.split("/", 1)
-        theirs = f"transformer_layer_{layer[len('layer_'):]}"
-        attention = f"{theirs}/self_attention_layer"
-        if rest == "attention/qkv/kernel":  # 3 x [H, N, Dh] -> [H, 3, N, Dh]
-            weights[ours] = np.stack([source.get(f"{attention}/{p}/kernel", shape[:1] + shape[2:])
-                                      for p in _QKV], axis=1)
-        elif rest == "attention/qkv/bias":  # 3 x [N, Dh] -> [3, N, Dh]
-            weights[ours] = np.stack([source.get(f"{attention}/{p}/bias", shape[1:])
-                                      for p in _QKV])
-        elif rest == "attention/output/kernel":
-            kernel = source.get(f"{attention}/attention_output/kernel", (heads, head_dim, hidden))
-            weights[ours] = kernel.reshape(hidden, hidden)
-        elif rest == "attention/output/bias":
-            weights[ours] = source.get(f"{attention}/attention_output/bias", (hidden,))
+    weights, sizes = {}, weight_table.dimensions(config)
+    for weight in weight_table.encoder_weights(config):
+        theirs, axis = _keras_hub_name(weight), _stacked_axis(weight)
+        if axis is not None:
+            part_shape = weight.shape[:axis] + weight.shape[axis + 1:]
+            weights[weight.name] = np.stack(
+                [source.get(theirs.format(part=part), part_shape) for part in _QKV], axis=axis)
         else:
-            module, variable = rest.rsplit("/", 1)
-            weights[ours] = source.get(f"{theirs}/{_LAYER_RENAMES[module]}/{variable}", shape)
+            weights[weight.name] = source.get(theirs, _keras_hub_shape(weight, sizes)).reshape(
+                weight.shape)
     return weights
 
 
 def to_keras_hub(weights, config):
     """{our canonical name: array} -> {KerasHub variable path: array} (encoder weights only)."""
-    hidden, heads = config["hidden_dim"], config["num_heads"]
-    head_dim = hidden // heads
-    variables = {}
-    for ours in _our_shapes(config):
-        value = np.asarray(weights[ours])
-        if ours in _TOP_RENAMES:
-            variables[_TOP_RENAMES[ours]] = value
-            continue
-        layer, rest = ours.split("/", 1)
-        theirs = f"transformer_layer_{layer[len('layer_'):]}"
-        attention = f"{theirs}/self_attention_layer"
-        if rest == "attention/qkv/kernel":  # [H, 3, N, Dh] -> 3 x [H, N, Dh]
+    variables, sizes = {}, weight_table.dimensions(config)
+    for weight in weight_table.encoder_weights(config):
+        theirs, axis = _keras_hub_name(weight), _stacked_axis(weight)
+        value = np.asarray(weights[weight.name])
+        if axis is not None:
             for index, part in enumerate(_QKV):
-                variables[f"{attention}/{part}/kernel"] = value[:, index]
-        elif rest == "attention/qkv/bias":  # [3, N, Dh] -> 3 x [N, Dh]
-            for index, part in enumerate(_QKV):
-                variables[f"{attention}/{part}/bias"] = value[index]
-        elif rest == "attention/output/kernel":
-            variables[f"{attention}/attention_output/kernel"] = value.reshape(
-                heads, head_dim, hidden)
-        elif rest == "attention/output/bias":
-            variables[f"{attention}/attention_output/bias"] = value
+                variables[theirs.format(part=part)] = np.take(value, index, axis=axis)
         else:
-            module, variable = rest.rsplit("/", 1)
-            variables[f"{theirs}/{_LAYER_RENAMES[module]}/{variable}"] = value
+            variables[theirs] = value.reshape(_keras_hub_shape(weight, sizes))
     return variables
 
 
-def _our_shapes(config):
-    """Canonical encoder weight names (models/weight_names.py order) and shapes, from a config."""
-    vocabulary, hidden = config["vocabulary_size"], config["hidden_dim"]
-    intermediate, heads = config["intermediate_dim"], config["num_heads"]
-    shapes = {
-        "embeddings/token_embedding": (vocabulary, hidden),
-        "embeddings/segment_embedding": (config["num_segments"], hidden),
-        "embeddings/position_embedding": (config["max_sequence_length"], hidden),
-        "embeddings/layer_norm/gamma": (hidden,),
-        "embeddings/layer_norm/beta": (hidden,),
-    }
-    for i in range(config["num_layers"]):
-        p = f"layer_{i}"
-        shapes.update({
-            f"{p}/attention/qkv/kernel": (hidden, 3, heads, hidden // heads),
-            f"{p}/attention/qkv/bias": (3, heads, hidden // heads),
-            f"{p}/attention/output/kernel": (hidden, hidden),
-            f"{p}/attention/output/bias": (hidden,),
-            f"{p}/attention_layer_norm/gamma": (hidden,),
-            f"{p}/attention_layer_norm/beta": (hidden,),
-            f"{p}/intermediate/kernel": (hidden, intermediate),
-            f"{p}/intermediate/bias": (intermediate,),
-            f"{p}/output/kernel": (intermediate, hidden),
-            f"{p}/output/bias": (hidden,),
-            f"{p}/output_layer_norm/gamma": (hidden,),
-            f"{p}/output_layer_norm/beta": (hidden,),
-        })
-    shapes.update({"pooler/kernel": (hidden, hidden), "pooler/bias": (hidden,)})
-    return shapes
+def _keras_hub_name(weight):
+    name = KERAS_HUB_NAMES[weight.template]
+    return name if weight.layer is None else f"transformer_layer_{weight.layer}/{name}"
+
+
+def _stacked_axis(weight):
+    """The axis of our qkv weights that KerasHub splits into query, key and value."""
+    if "{part}" not in KERAS_HUB_NAMES[weight.template]:
+        return None
+    return 1 if weight.template.endswith("/kernel") else 0
+
+
+def _keras_hub_shape(weight, sizes):
+    symbols = _KERAS_HUB_SHAPES.get(weight.template)
+    return weight.shape if symbols is None else weight_table.resolve_shape(symbols, sizes)
 
 
 def _dict_source(variables):

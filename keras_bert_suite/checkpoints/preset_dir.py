@@ -2,7 +2,7 @@
 
     config.json         {"format": "keras_bert_suite", "format_version": 2,
                          "class_name": "BertEncoder", "config": {architecture arguments}}
-    model.weights.npz   {canonical weight name: array} (models/weight_names.py names; also
+    model.weights.npz   {canonical weight name: array} (checkpoints/weight_table.py names; also
                         `mlm/...`, `nsp/...` when a pretrainer saved its heads)
                         Version 1 stored each qkv kernel [H, 3H] and bias [3H]; they load
                         reshaped to [H, 3, N, H/N] and [3, N, H/N] (the same numbers).

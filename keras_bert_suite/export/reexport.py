@@ -41,13 +41,12 @@ def main(spec_path):
     import keras
 
     import keras_bert_suite.text  # noqa: F401  registers the serializable text classes
-    from keras_bert_suite.tasks import import_task_models
+    from keras_bert_suite.tasks import load_model
     from keras_bert_suite.export.tf_writer import write_saved_model
 
     with open(spec_path) as f:
         spec = json.load(f)
-    import_task_models()  # registers the task classes for load_model
-    model = keras.saving.load_model(spec["model"], compile=False)
+    model = load_model(spec["model"], compile=False)
     model.preprocessor = keras.saving.deserialize_keras_object(spec["preprocessor"])
     if spec["label_names"] is not None:
         model.label_names = spec["label_names"]

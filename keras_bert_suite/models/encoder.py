@@ -220,7 +220,7 @@ class BertEncoder(keras.Model):
     # === Weights by name (the checkpoint converters' common currency) ===
 
     def weight_map(self):
-        """{canonical weight name: keras.Variable}; see `weight_names.py` for the scheme."""
+        """{canonical weight name: keras.Variable}; the names: checkpoints/weight_table.py."""
         return weight_names.encoder_variables(self)
 
     def load_weight_map(self, weights):

@@ -1,76 +1,62 @@
-"""The canonical weight names every checkpoint converter maps to.
+"""Where the canonical weights live in our models.
 
-    embeddings/token_embedding                 [V, H]
-    embeddings/segment_embedding               [S, H]
-    embeddings/position_embedding              [P, H]
-    embeddings/layer_norm/{gamma,beta}         [H]
-    layer_{i}/attention/qkv/kernel             [H, 3, N, H/N]  (query | key | value, head,
-    layer_{i}/attention/qkv/bias               [3, N, H/N]      dimension within the head)
-    layer_{i}/attention/output/{kernel,bias}   [H, H], [H]
-    layer_{i}/attention_layer_norm/{gamma,beta}
-    layer_{i}/intermediate/{kernel,bias}       [H, I], [I]
-    layer_{i}/output/{kernel,bias}             [I, H], [H]
-    layer_{i}/output_layer_norm/{gamma,beta}
-    pooler/{kernel,bias}                       [H, H], [H]
-
-Pretraining heads (BertPretrainer; `cls/predictions`, `cls/seq_relationship` in checkpoints):
-    mlm/transform/{kernel,bias}                [H, H], [H]
-    mlm/layer_norm/{gamma,beta}                [H]
-    mlm/output_bias                            [V]  (the decoder matrix is the token embedding)
-    nsp/{kernel,bias}                          [H, 2], [2]
-
-Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in]. The qkv
-kernel in memory is the [H, 3H] concatenation of the query, key and value kernels (each
-head-major, as BERT splits heads); its head axis is separate so that a model-parallel layout
-can give each device whole heads (`BertEncoder.get_layout_map`). Files written before it
-stored that [H, 3H] array and load reshaped: preset directories of format_version 1
-(`preset_dir.load`), `.keras` and `.weights.h5` files (the attention layer's qkv projection).
+The names and shapes are the table in `checkpoints/weight_table.py` (`embeddings/...`,
+`layer_{i}/attention/qkv/kernel` [H, 3, N, H/N], ..., `pooler/...`, `mlm/...`, `nsp/...`),
+which every checkpoint converter reads too; this module only says which Keras variable holds
+each of its weights, so `BertEncoder.weight_map()` has exactly the table's names.
 """
 
 import numpy as np
 
+from keras_bert_suite.checkpoints import weight_table
 # One error class for "weights do not fit", whether a reader or the model notices it.
 from keras_bert_suite.checkpoints.errors import CheckpointMismatchError  # noqa: F401
 
-
-def _dense(prefix, layer):
-    return {f"{prefix}/kernel": layer.kernel, f"{prefix}/bias": layer.bias}
-
-
-def _layer_norm(prefix, layer):
-    return {f"{prefix}/gamma": layer.gamma, f"{prefix}/beta": layer.beta}
+# Table module -> the Keras layer that holds it, found from the encoder (from transformer
+# layer i for `layer_{i}/` weights) or from the head; the weight is that layer's `kernel`,
+# `bias`, `gamma` or `beta` as the name ends, else the module is the variable itself.
+_MODULES = {
+    "embeddings/token_embedding": lambda encoder: encoder.embeddings.token_embedding.embeddings,
+    "embeddings/segment_embedding":
+        lambda encoder: encoder.embeddings.segment_embedding.embeddings,
+    "embeddings/position_embedding": lambda encoder: encoder.embeddings.position_embedding,
+    "embeddings/layer_norm": lambda encoder: encoder.embeddings.layer_norm,
+    "attention/qkv": lambda block: block.attention.qkv,
+    "attention/output": lambda block: block.attention.output_dense,
+    "attention_layer_norm": lambda block: block.attention_layer_norm,
+    "intermediate": lambda block: block.intermediate_dense,
+    "output": lambda block: block.output_dense,
+    "output_layer_norm": lambda block: block.output_layer_norm,
+    "pooler": lambda encoder: encoder.pooler,
+    "mlm/transform": lambda head: head.transform,
+    "mlm/layer_norm": lambda head: head.layer_norm,
+    "mlm/output_bias": lambda head: head.output_bias,
+    "nsp": lambda dense: dense,
+}
 
 
 def encoder_variables(encoder):
-    embeddings = encoder.embeddings
-    variables = {
-        "embeddings/token_embedding": embeddings.token_embedding.embeddings,
-        "embeddings/segment_embedding": embeddings.segment_embedding.embeddings,
-        "embeddings/position_embedding": embeddings.position_embedding,
-        **_layer_norm("embeddings/layer_norm", embeddings.layer_norm),
-    }
-    for i, block in enumerate(encoder.transformer_layers):
-        prefix = f"layer_{i}"
-        variables.update(_dense(f"{prefix}/attention/qkv", block.attention.qkv))
-        variables.update(_dense(f"{prefix}/attention/output", block.attention.output_dense))
-        variables.update(_layer_norm(f"{prefix}/attention_layer_norm", block.attention_layer_norm))
-        variables.update(_dense(f"{prefix}/intermediate", block.intermediate_dense))
-        variables.update(_dense(f"{prefix}/output", block.output_dense))
-        variables.update(_layer_norm(f"{prefix}/output_layer_norm", block.output_layer_norm))
-    variables.update(_dense("pooler", encoder.pooler))
-    return variables
+    """{canonical encoder weight name: keras.Variable} in the table's order."""
+    layers = encoder.transformer_layers
+    return _variables(weight_table.encoder_weights(num_layers=len(layers)),
+                      lambda weight: encoder if weight.layer is None else layers[weight.layer])
 
 
 def masked_lm_head_variables(head):
-    return {
-        **_dense("mlm/transform", head.transform),
-        **_layer_norm("mlm/layer_norm", head.layer_norm),
-        "mlm/output_bias": head.output_bias,
-    }
+    return _variables(weight_table.head_weights("mlm"), lambda weight: head)
 
 
 def next_sentence_head_variables(dense):
-    return _dense("nsp", dense)
+    return _variables(weight_table.head_weights("nsp"), lambda weight: dense)
+
+
+def _variables(table, owner_of):
+    variables = {}
+    for weight in table:
+        module, variable = weight_table.split_template(weight.template)
+        found = _MODULES[module](owner_of(weight))
+        variables[weight.name] = found if variable is None else getattr(found, variable)
+    return variables
 
 
 def assign(variables, weights, owner):

@@ -232,9 +232,10 @@ class RestServer:
 
 
 def run_server(model_base_path="saved_models", model_name=None, model_config_file=None,
-               host="127.0.0.1", port=8501, grpc_port=0,
+               host="127.0.0.1", port=8501, grpc_port=None,
                max_request_bytes=DEFAULT_MAX_REQUEST_BYTES, poll_seconds=1.0):
-    """What `kbs serve` runs: load the models, serve REST (+ gRPC) until Ctrl-C."""
+    """What `kbs serve` runs: load the models, serve REST (+ gRPC when `grpc_port` is not
+    None) until Ctrl-C. Port 0 takes any free port; the ports in use are printed."""
     from keras_bert_suite.serving.model_store import ModelStore
 
     store = ModelStore(model_base_path=model_base_path, model_name=model_name,
@@ -242,7 +243,7 @@ def run_server(model_base_path="saved_models", model_name=None, model_config_fil
     rest = RestServer(store, host=host, port=port, max_request_bytes=max_request_bytes)
     grpc_server = None
     lines = [f"REST at {rest.url}/v1/models/<name>"]
-    if grpc_port:
+    if grpc_port is not None:
         from keras_bert_suite.serving.grpc_server import start_grpc_server
 
         grpc_server, bound = start_grpc_server(store, host=host, port=grpc_port)

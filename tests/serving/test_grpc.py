@@ -4,9 +4,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite.serving import GrpcClient, ServingError
-from tests.serving.test_rest_client import free_port
-
-pytestmark = pytest.mark.backend_independent
+from tests.serving.test_rest_client import refused_port
 
 
 @pytest.fixture(scope="module")
@@ -15,6 +13,7 @@ def client(grpc_target):
         yield client
 
 
+@pytest.mark.needs_tf_serving
 def test_predict_returns_numpy_outputs_by_version_and_label(client):
     texts = ["The quick brown fox jumps!", b"\xff dog"]
     newest = client.predict("text_model", {"text": texts})
@@ -30,6 +29,7 @@ def test_predict_returns_numpy_outputs_by_version_and_label(client):
     assert list(only) == ["num_tokens"]
 
 
+@pytest.mark.needs_tf_serving
 def test_other_signatures_and_dtype_casting(client, preprocessor):
     # Python ints arrive as int64 in numpy; the client casts to the signature's int32.
     totals = client.predict("text_model", {"token_ids": np.array([[1, 2, 3], [4, 5, 6]])},
@@ -41,6 +41,7 @@ def test_other_signatures_and_dtype_casting(client, preprocessor):
                                   preprocessor((["the fox"], ["lazy dog"]))["token_ids"])
 
 
+@pytest.mark.needs_tf_serving
 def test_status_and_metadata(client):
     assert client.status("text_model") == [(2, "AVAILABLE"), (1, "AVAILABLE")]
     signatures = client.metadata("text_model", version=1)
@@ -61,6 +62,7 @@ def test_status_and_metadata(client):
     (dict(model="text_model", inputs={"token_ids": [1, 2]}, signature_name="ids"),
      "INVALID_ARGUMENT", "Input 'token_ids' has shape [2], but the signature expects [-1, -1]"),
 ])
+@pytest.mark.needs_tf_serving
 def test_errors_carry_status_code_and_server_message(client, kwargs, code, message):
     with pytest.raises(ServingError) as error:
         client.predict(**kwargs)
@@ -69,8 +71,9 @@ def test_errors_carry_status_code_and_server_message(client, kwargs, code, messa
 
 
 def test_unavailable_is_retried_then_reported():
-    with GrpcClient(f"127.0.0.1:{free_port()}", timeout=5, retries=2,
-                    backoff_seconds=0.01) as client:
+    with refused_port() as reserved, GrpcClient(
+            "127.0.0.1:%d" % reserved.getsockname()[1], timeout=5, retries=2,
+            backoff_seconds=0.01) as client:
         with pytest.raises(ServingError) as error:
             client.status("text_model")
     assert error.value.status == "UNAVAILABLE"

@@ -1,5 +1,6 @@
 """RestClient against the local server: both formats, bytes, server messages, retries."""
 
+import contextlib
 import http.server
 import socket
 import threading
@@ -10,17 +11,20 @@ import pytest
 from keras_bert_suite.serving import RestClient, ServingError
 from keras_bert_suite.serving.server import RestServer
 
-pytestmark = pytest.mark.backend_independent
 
 TEXTS = ["The quick brown fox jumps!", "naive cafe"]
 
 
-def free_port():
+@contextlib.contextmanager
+def refused_port():
+    """A port the OS gave us, bound but not listening while the block runs: connections to
+    it are refused, and no other process can take it meanwhile (no free-port race)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        yield s
 
 
+@pytest.mark.needs_tf_serving
 def test_row_and_columnar_predict_with_bytes_both_ways(rest_url):
     client = RestClient(rest_url, timeout=30)
     rows = client.predict("text_model", instances=TEXTS + [b"\xff dog"])
@@ -34,6 +38,7 @@ def test_row_and_columnar_predict_with_bytes_both_ways(rest_url):
     assert ids == [3, 7]
 
 
+@pytest.mark.needs_tf_serving
 def test_status_and_metadata(rest_url):
     client = RestClient(rest_url)
     assert [row["version"] for row in client.status("text_model")["model_version_status"]] == [
@@ -43,6 +48,7 @@ def test_status_and_metadata(rest_url):
     assert "pair" in metadata["metadata"]["signature_def"]["signature_def"]
 
 
+@pytest.mark.needs_tf_serving
 def test_errors_carry_the_servers_message(rest_url):
     client = RestClient(rest_url)
     with pytest.raises(ServingError) as error:
@@ -58,6 +64,7 @@ def test_errors_carry_the_servers_message(rest_url):
         client.predict("text_model")
 
 
+@pytest.mark.needs_tf_serving
 def test_concurrent_requests_get_their_own_answers(rest_url):
     client = RestClient(rest_url)
     texts = [" ".join(["fox"] * n) for n in range(1, 33)]
@@ -78,10 +85,18 @@ def test_concurrent_requests_get_their_own_answers(rest_url):
     assert [r["score"] for r in results] == [n + 0.5 for n in range(1, 33)]
 
 
+@pytest.mark.needs_tf_serving
 def test_retries_until_a_late_server_comes_up(store):
-    port = free_port()  # nothing listens yet: connections are refused
+    reserved = socket.socket()  # bound, not listening: connections are refused
+    reserved.bind(("127.0.0.1", 0))
+    port = reserved.getsockname()[1]
     servers = []
-    late = threading.Timer(0.5, lambda: servers.append(RestServer(store, port=port).start()))
+
+    def come_up():
+        reserved.close()  # hand the port to the server
+        servers.append(RestServer(store, port=port).start())
+
+    late = threading.Timer(0.5, come_up)
     late.start()
     try:
         client = RestClient(f"http://127.0.0.1:{port}", retries=6, backoff_seconds=0.2)
@@ -94,9 +109,11 @@ def test_retries_until_a_late_server_comes_up(store):
 
 
 def test_gives_up_on_an_unreachable_server_with_a_clear_error():
-    client = RestClient(f"http://127.0.0.1:{free_port()}", retries=2, backoff_seconds=0.01)
-    with pytest.raises(ServingError, match="server unavailable") as error:
-        client.status("text_model")
+    with refused_port() as reserved:
+        client = RestClient("http://127.0.0.1:%d" % reserved.getsockname()[1], retries=2,
+                            backoff_seconds=0.01)
+        with pytest.raises(ServingError, match="server unavailable") as error:
+            client.status("text_model")
     assert error.value.status == 503
 
 

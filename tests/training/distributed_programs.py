@@ -268,6 +268,32 @@ def jax_heads():
     return {"devices": len(keras.distribution.list_devices()), "heads": heads}
 
 
+def pretrain_until_paused():
+    """`kbs pretrain` (argv: output dir, ready file, pause after this many checkpoint
+    intervals, then the recipe's --set overrides): after that interval's backup is written,
+    touches the ready file and blocks, so the test can SIGKILL a run that is surely mid-way."""
+    import time
+
+    import keras
+
+    from keras_bert_suite.recipe_runner import load_recipe
+    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
+
+    output, ready, intervals = sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+    class PauseWhenBackedUp(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):  # after the run's own backup callback
+            if epoch + 1 == intervals:
+                with open(ready, "w") as f:
+                    f.write(str(epoch))
+                time.sleep(3600)  # killed long before this returns
+
+    recipe = load_recipe("pretrain_cpu_smoke", overrides=sys.argv[5:])
+    run_pretraining(recipe, output, callbacks=[PauseWhenBackedUp()], verbose=0,
+                    log=lambda *_: None)
+    return {"finished": True}  # only if the pause never came
+
+
 if __name__ == "__main__":
     import keras
 

@@ -346,30 +346,33 @@ def _kbs_pretrain(output):
 
 
 def _final_weights(output):
-    import keras
+    from keras_bert_suite import load_model
 
-    return keras.saving.load_model(os.path.join(output, "pretrainer.keras")).get_weights()
+    return load_model(os.path.join(output, "pretrainer.keras")).get_weights()
 
 
 @pytest.mark.slow
 def test_sigkilled_run_resumes_to_the_same_step_and_weights(tmp_path):
     killed = str(tmp_path / "killed")
-    process = subprocess.Popen(_kbs_pretrain(killed), cwd=ROOT, env=_environment("tensorflow"),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    backup = os.path.join(killed, "backup")
-    deadline = time.time() + 300
-    while time.time() < deadline and process.poll() is None:
-        done = [n for n in os.listdir(backup) if n.endswith(".h5")] if os.path.isdir(
-            backup) else []
-        if any(name >= "epoch-000002" for name in done):
-            break
-        time.sleep(0.02)
-    assert process.poll() is None, "the run ended before it could be killed"
+    ready = tmp_path / "paused-after-step-10"
+    # The run blocks right after its step-10 backup and says so: the kill lands mid-run, at
+    # a known step, whatever the machine's speed (no polling against a running clock).
+    overrides = [arg for arg in KILL_RUN if arg != "--set"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.training.distributed_programs", "pretrain_until_paused",
+         killed, str(ready), "2", *overrides], cwd=ROOT, env=_environment("tensorflow"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600
+    while not ready.exists():
+        assert process.poll() is None, f"the run ended before pausing: {process.stderr.read()}"
+        assert time.time() < deadline, "the run did not reach its step-10 backup in 10 min"
+        time.sleep(0.1)
     process.send_signal(signal.SIGKILL)
     process.wait()
+    process.stderr.close()
     with open(os.path.join(killed, "history.json")) as f:
         steps_before = [row["step"] for row in json.load(f)["history"]]
-    assert 10 <= steps_before[-1] < 60
+    assert steps_before == [5, 10]  # killed right after the step-10 backup
 
     resumed = subprocess.run(_kbs_pretrain(killed), cwd=ROOT, env=_environment("tensorflow"),
                              capture_output=True, text=True, timeout=600)

@@ -1,0 +1,156 @@
+"""The canonical weight names and their shapes: the one table that the model
+(`models/weight_names.py`) and every checkpoint converter read.
+
+    embeddings/token_embedding                 [V, H]
+    embeddings/segment_embedding               [S, H]
+    embeddings/position_embedding              [P, H]
+    embeddings/layer_norm/{gamma,beta}         [H]
+    layer_{i}/attention/qkv/kernel             [H, 3, N, H/N]  (query | key | value, head,
+    layer_{i}/attention/qkv/bias               [3, N, H/N]      dimension within the head)
+    layer_{i}/attention/output/{kernel,bias}   [H, H], [H]
+    layer_{i}/attention_layer_norm/{gamma,beta}
+    layer_{i}/intermediate/{kernel,bias}       [H, I], [I]
+    layer_{i}/output/{kernel,bias}             [I, H], [H]
+    layer_{i}/output_layer_norm/{gamma,beta}
+    pooler/{kernel,bias}                       [H, H], [H]
+
+Pretraining heads (BertPretrainer; `cls/predictions`, `cls/seq_relationship` in checkpoints):
+    mlm/transform/{kernel,bias}                [H, H], [H]
+    mlm/layer_norm/{gamma,beta}                [H]
+    mlm/output_bias                            [V]  (the decoder matrix is the token embedding)
+    nsp/{kernel,bias}                          [H, 2], [2]
+
+V vocabulary_size, S num_segments, P max_sequence_length, H hidden_dim, I intermediate_dim,
+N num_heads. Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in].
+The qkv kernel in memory is the [H, 3H] concatenation of the query, key and value kernels
+(each head-major, as BERT splits heads); its head axis is separate so that a model-parallel
+layout can give each device whole heads (`BertEncoder.get_layout_map`). Files written before
+it stored that [H, 3H] array and load reshaped: preset directories of format_version 1
+(`preset_dir.load`), `.keras` and `.weights.h5` files (the attention layer's qkv projection).
+
+A name is a *template* (`attention/qkv/kernel`) placed under `layer_{i}/` for each transformer
+layer, or used as it is for the embeddings, the pooler and the heads. A template's *module* is
+the template less its last part when that part is a variable (`kernel`, `bias`, `gamma`,
+`beta`), else the whole template (the embeddings, `mlm/output_bias`). Converters map modules or
+templates to their own names, and iterate this table, so they produce exactly these names.
+"""
+
+from typing import NamedTuple, Optional
+
+EMBEDDING_WEIGHTS = {
+    "embeddings/token_embedding": ("V", "H"),
+    "embeddings/segment_embedding": ("S", "H"),
+    "embeddings/position_embedding": ("P", "H"),
+    "embeddings/layer_norm/gamma": ("H",),
+    "embeddings/layer_norm/beta": ("H",),
+}
+# The weights of one transformer layer; each is named `layer_{i}/<template>`.
+LAYER_WEIGHTS = {
+    "attention/qkv/kernel": ("H", 3, "N", "Dh"),
+    "attention/qkv/bias": (3, "N", "Dh"),
+    "attention/output/kernel": ("H", "H"),
+    "attention/output/bias": ("H",),
+    "attention_layer_norm/gamma": ("H",),
+    "attention_layer_norm/beta": ("H",),
+    "intermediate/kernel": ("H", "I"),
+    "intermediate/bias": ("I",),
+    "output/kernel": ("I", "H"),
+    "output/bias": ("H",),
+    "output_layer_norm/gamma": ("H",),
+    "output_layer_norm/beta": ("H",),
+}
+POOLER_WEIGHTS = {
+    "pooler/kernel": ("H", "H"),
+    "pooler/bias": ("H",),
+}
+MLM_HEAD_WEIGHTS = {
+    "mlm/transform/kernel": ("H", "H"),
+    "mlm/transform/bias": ("H",),
+    "mlm/layer_norm/gamma": ("H",),
+    "mlm/layer_norm/beta": ("H",),
+    "mlm/output_bias": ("V",),
+}
+NSP_HEAD_WEIGHTS = {
+    "nsp/kernel": ("H", 2),
+    "nsp/bias": (2,),
+}
+# The pretraining heads, each loaded only when a checkpoint has it.
+HEAD_WEIGHTS = {"mlm": MLM_HEAD_WEIGHTS, "nsp": NSP_HEAD_WEIGHTS}
+
+VARIABLES = ("kernel", "bias", "gamma", "beta")
+
+
+class Weight(NamedTuple):
+    name: str  # "layer_3/attention/qkv/kernel"
+    template: str  # "attention/qkv/kernel"
+    layer: Optional[int]  # 3; None outside the transformer layers
+    shape: tuple  # from the config; () when the table was read without one
+
+
+def layer_weight_name(index, template):
+    return f"layer_{index}/{template}"
+
+
+def split_template(template):
+    """"attention/qkv/kernel" -> ("attention/qkv", "kernel"); an embedding -> (itself, None)."""
+    module, _, variable = template.rpartition("/")
+    return (module, variable) if variable in VARIABLES else (template, None)
+
+
+def templates():
+    """Every template of the table, encoder and heads, in table order."""
+    return [*EMBEDDING_WEIGHTS, *LAYER_WEIGHTS, *POOLER_WEIGHTS,
+            *MLM_HEAD_WEIGHTS, *NSP_HEAD_WEIGHTS]
+
+
+def modules():
+    """Every module of the table (see the module docstring), in table order, once each."""
+    return list(dict.fromkeys(split_template(template)[0] for template in templates()))
+
+
+def dimensions(config):
+    hidden, heads = config["hidden_dim"], config["num_heads"]
+    return {"V": config["vocabulary_size"], "S": config["num_segments"],
+            "P": config["max_sequence_length"], "H": hidden, "I": config["intermediate_dim"],
+            "N": heads, "Dh": hidden // heads}
+
+
+def encoder_weights(config=None, num_layers=None):
+    """The encoder's `Weight`s in checkpoint order: embeddings, layers, pooler. Without a
+    config (then `num_layers` is needed) the shapes are left empty."""
+    num_layers = config["num_layers"] if num_layers is None else num_layers
+    sizes = dimensions(config) if config is not None else None
+    weights = [_weight(name, name, None, symbols, sizes)
+               for name, symbols in EMBEDDING_WEIGHTS.items()]
+    for index in range(num_layers):
+        weights += [_weight(layer_weight_name(index, template), template, index, symbols, sizes)
+                    for template, symbols in LAYER_WEIGHTS.items()]
+    weights += [_weight(name, name, None, symbols, sizes)
+                for name, symbols in POOLER_WEIGHTS.items()]
+    return weights
+
+
+def head_weights(head, config=None):
+    """The `Weight`s of one pretraining head ("mlm" or "nsp")."""
+    sizes = dimensions(config) if config is not None else None
+    return [_weight(name, name, None, symbols, sizes)
+            for name, symbols in HEAD_WEIGHTS[head].items()]
+
+
+def encoder_weight_shapes(config):
+    """{canonical encoder weight name: shape} for `config`, in checkpoint order."""
+    return {weight.name: weight.shape for weight in encoder_weights(config)}
+
+
+def head_weight_shapes(head, config):
+    return {weight.name: weight.shape for weight in head_weights(head, config)}
+
+
+def resolve_shape(symbols, sizes):
+    """("H", 3, "N", "Dh") and `dimensions(config)` -> (384, 3, 12, 32)."""
+    return tuple(sizes[symbol] if isinstance(symbol, str) else symbol for symbol in symbols)
+
+
+def _weight(name, template, layer, symbols, sizes):
+    shape = () if sizes is None else resolve_shape(symbols, sizes)
+    return Weight(name, template, layer, shape)

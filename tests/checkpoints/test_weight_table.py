@@ -1,0 +1,85 @@
+"""One table for the weight names: every reader, every converter map and the model give the
+names and shapes of `checkpoints/weight_table.py`, no more and no fewer."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_suite import BertEncoder
+from keras_bert_suite.checkpoints import bert_layout, keras_hub, load_checkpoint, weight_table
+from keras_bert_suite.models import weight_names
+from tests.checkpoints.checkpoint_writers import (
+    bert_config_json, google_head_variables, google_variables, write_google_dir)
+
+
+def _shapes(weights):
+    return {name: tuple(np.shape(value)) for name, value in weights.items()}
+
+
+def test_every_map_names_exactly_the_table():
+    """A misspelled or stale entry in a per-format map cannot hide: the keys are the table's."""
+    assert set(bert_layout.MODULES) == set(weight_table.modules())
+    assert set(weight_names._MODULES) == set(weight_table.modules())
+    encoder_templates = {*weight_table.EMBEDDING_WEIGHTS, *weight_table.LAYER_WEIGHTS,
+                         *weight_table.POOLER_WEIGHTS}
+    assert set(keras_hub.KERAS_HUB_NAMES) == encoder_templates
+
+
+def test_table_shapes_follow_the_config():
+    config = {"vocabulary_size": 50, "num_layers": 2, "num_heads": 2, "hidden_dim": 8,
+              "intermediate_dim": 16, "max_sequence_length": 16, "num_segments": 2}
+    shapes = weight_table.encoder_weight_shapes(config)
+
+    assert len(shapes) == len(weight_table.EMBEDDING_WEIGHTS) + 2 * len(
+        weight_table.LAYER_WEIGHTS) + len(weight_table.POOLER_WEIGHTS)
+    assert shapes["embeddings/token_embedding"] == (50, 8)
+    assert shapes["layer_1/attention/qkv/kernel"] == (8, 3, 2, 4)
+    assert shapes["layer_1/intermediate/kernel"] == (8, 16)
+    assert weight_table.head_weight_shapes("mlm", config)["mlm/output_bias"] == (50,)
+    assert weight_table.head_weight_shapes("nsp", config)["nsp/kernel"] == (8, 2)
+    encoder = BertEncoder(**config)
+    assert _shapes(encoder.weight_map()) == shapes
+    assert list(encoder.weight_map()) == list(shapes)  # checkpoint order too
+
+
+@pytest.mark.real
+def test_every_reader_gives_the_table_names_and_shapes(
+        tmp_path, minilm_dir, minilm_checkpoint, minilm_tensors):
+    config = minilm_checkpoint.config
+    table = weight_table.encoder_weight_shapes(config)
+    heads = {**weight_table.head_weight_shapes("mlm", config),
+             **weight_table.head_weight_shapes("nsp", config)}
+    encoder = BertEncoder(**config)
+    assert _shapes(encoder.weight_map()) == table
+
+    assert _shapes(minilm_checkpoint.weights) == table  # Hugging Face (MiniLM has no heads)
+
+    with open(os.path.join(minilm_dir, "config.json")) as f:
+        hf_config = json.load(f)
+    variables = google_variables(minilm_tensors, config["num_layers"])
+    variables.update(google_head_variables(config["hidden_dim"], config["vocabulary_size"]))
+    google_dir = write_google_dir(tmp_path / "google", bert_config_json(hf_config), variables)
+    assert _shapes(load_checkpoint(google_dir).weights) == {**table, **heads}
+
+    ours = {name: keras.ops.convert_to_numpy(value)
+            for name, value in encoder.weight_map().items()}
+    assert _shapes(keras_hub.from_keras_hub(keras_hub.to_keras_hub(ours, config), config)) == table
+
+    encoder.save_preset(tmp_path / "ours")
+    assert _shapes(load_checkpoint(str(tmp_path / "ours")).weights) == table
+
+
+@pytest.mark.real
+def test_keras_hub_names_are_bert_backbones(minilm_checkpoint):
+    """The template map gives exactly the variable paths (and shapes) of KerasHub's model."""
+    keras_hub_package = pytest.importorskip("keras_hub")
+    config = minilm_checkpoint.config
+    backbone = keras_hub_package.models.BertBackbone(
+        **{key: value for key, value in config.items()
+           if key not in ("layer_norm_epsilon", "initializer_range")})
+    theirs = keras_hub.to_keras_hub(minilm_checkpoint.weights, config)
+
+    assert _shapes(theirs) == {w.path: tuple(w.shape) for w in backbone.weights}
