@@ -53,7 +53,22 @@ def _summed_over_replicas(gradients):
 
 class _BertGradients:
     """Mixin for Keras' optimizers: dense (and, under a strategy, replica-summed) gradients
-    before clipping, on every backend."""
+    before clipping, on every backend; the names excluded from weight decay are part of the
+    config (Keras keeps them out of it, so a reloaded optimizer decayed LayerNorm and bias)."""
+
+    def __init__(self, *args, exclude_from_weight_decay_names=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.exclude_from_weight_decay_names = None
+        if exclude_from_weight_decay_names:
+            self.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay_names))
+
+    def exclude_from_weight_decay(self, var_list=None, var_names=None):
+        super().exclude_from_weight_decay(var_list=var_list, var_names=var_names)
+        self.exclude_from_weight_decay_names = list(var_names) if var_names else None
+
+    def get_config(self):
+        return {**super().get_config(),
+                "exclude_from_weight_decay_names": self.exclude_from_weight_decay_names}
 
     def apply(self, grads, trainable_variables=None):
         grads = _summed_over_replicas(_dense_gradients(grads))

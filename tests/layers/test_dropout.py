@@ -6,7 +6,7 @@ import numpy as np
 
 from keras_bert_suite.layers import BertDropout
 from tests.conftest import to_numpy
-from tests.round_trip import check_config_round_trip
+from tests.harness import check_config_round_trip
 
 SHAPE = (64, 128, 256)  # 2M elements: the kept fraction's standard error is ~0.0002
 

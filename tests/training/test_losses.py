@@ -11,7 +11,7 @@ from keras_bert_suite.training import (
     IGNORE_LABEL, MaskedLMLoss, MaskedSparseCategoricalCrossentropy)
 from keras_bert_suite.training.losses import label_logits, sparse_cross_entropy_from_logits
 from tests.conftest import to_numpy
-from tests.round_trip import check_config_round_trip
+from tests.harness import check_config_round_trip
 
 RTOL, ATOL = 1e-5, 1e-6
 

@@ -11,7 +11,7 @@ from keras_bert_suite.training import (
     IGNORE_LABEL, MaskedLMAccuracy, MaskedLMLoss, MaskedLMPerplexity,
     MaskedSparseCategoricalAccuracy)
 from tests.conftest import to_numpy
-from tests.round_trip import check_config_round_trip
+from tests.harness import check_config_round_trip
 from tests.tiny_pretraining import RUN_EAGERLY, pretraining_batch, tiny_pretrainer
 
 

@@ -8,7 +8,8 @@ from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
 from keras_bert_suite.names import ENCODER_INPUTS, MASK_POSITIONS
-from keras_bert_suite.tasks.task import BertTask, is_auto, resolve_encoder
+from keras_bert_suite.tasks.task import (
+    BertTask, freeze_unused_pooler, is_auto, resolve_encoder)
 from keras_bert_suite.training.losses import MaskedLMLoss
 from keras_bert_suite.training.metrics import MaskedLMAccuracy, MaskedLMPerplexity
 from keras_bert_suite.training.optimizers import create_optimizer
@@ -123,6 +124,8 @@ class BertPretrainer(BertTask):
         self.next_sentence_prediction = next_sentence_prediction
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
+        if not next_sentence_prediction:
+            freeze_unused_pooler(encoder)  # nothing reads the pooled output without NSP
         self.compile()
 
     def _check_inputs(self, inputs):
