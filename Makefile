@@ -25,12 +25,23 @@ data: setup
 demo: setup data
 	$(BIN)/kbs demo
 
-# One pytest process per Keras backend; every backend runs even if an earlier one fails.
+# One pytest process per Keras backend, all at once (each logs to its own file); the logs are
+# printed in BACKENDS order when all have finished, and the target fails if any backend did.
+# Every backend runs even if another one fails. Tests that need TensorFlow itself (markers
+# needs_savedmodel, needs_tf_serving, needs_tf_graph) run in the tensorflow process only.
 test: setup data
-	@status=0; for backend in $(BACKENDS); do \
-		echo "=== KERAS_BACKEND=$$backend ==="; \
-		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests || status=1; \
-	done; exit $$status
+	@logs=$$(mktemp -d); pids=""; \
+	for backend in $(BACKENDS); do \
+		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests >$$logs/$$backend.log 2>&1 & \
+		pids="$$pids $$!"; \
+	done; \
+	status=0; set -- $$pids; \
+	for backend in $(BACKENDS); do \
+		if wait $$1; then result=passed; else result=FAILED; status=1; fi; shift; \
+		echo "=== KERAS_BACKEND=$$backend ($$result) ==="; \
+		cat $$logs/$$backend.log; \
+	done; \
+	rm -rf $$logs; exit $$status
 
 bench: setup data
 	$(BIN)/python bench/tokenizer_throughput.py

@@ -1,9 +1,20 @@
 """Shared test setup.
 
 The suite runs once per Keras backend (KERAS_BACKEND=tensorflow|jax|torch, one pytest
-process each; see the Makefile). Tests marked `backend_independent` exercise TensorFlow-only
-code (tokenization, tf.data, checkpoint readers) whose result cannot depend on the Keras
-backend; they run in the TensorFlow process only, so CI does not repeat them three times.
+process each; see the Makefile). Every test runs on every backend unless it is marked with
+what it needs from TensorFlow itself (markers registered in setup.cfg):
+
+* `needs_savedmodel`: writes or loads a SavedModel (export, re-export); SavedModel export of
+  a Keras model works under the TensorFlow backend only.
+* `needs_tf_serving`: the local TF-Serving-compatible server (REST / gRPC) or a serving-host
+  subprocess, which serve SavedModels.
+* `needs_tf_graph`: the test's subject is TensorFlow / tensorflow-text graph code (tokenizer
+  ops, tf.data pipelines, packers, windows) whose result cannot depend on the Keras backend;
+  it runs once, in the TensorFlow process.
+
+Marked tests are skipped outside the TensorFlow process with a reason naming the need.
+Pure-Python tests (file readers, recipe parsing, metrics on numpy, CLI errors) and tests
+that run a Keras model carry no marker and run on all three backends.
 """
 
 import os
@@ -14,14 +25,32 @@ import pytest
 
 from keras_bert_suite.data import corpora
 
+TENSORFLOW_NEEDS = {
+    "needs_savedmodel": "needs SavedModel export/loading, which runs under the TensorFlow backend",
+    "needs_tf_serving": "needs the TF-Serving-compatible server (SavedModels), run in the TensorFlow process",
+    "needs_tf_graph": "tests TensorFlow graph code whose result cannot depend on the Keras backend; "
+    "runs once, in the TensorFlow process",
+}
+
+
+# Transitional: the old blanket label, still on a few modules whose owners are moving them to
+# the needs_* markers. Remove it (here and in setup.cfg) once `grep -rn backend_independent
+# tests` finds nothing.
+LEGACY = {"backend_independent": "legacy blanket label (to be replaced by a needs_* marker); "
+                                 "TensorFlow process only"}
+
 
 def pytest_collection_modifyitems(config, items):
     if keras.backend.backend() == "tensorflow":
         return
-    skip = pytest.mark.skip(reason="backend independent: runs in the TensorFlow process only")
     for item in items:
-        if "backend_independent" in item.keywords:
-            item.add_marker(skip)
+        needs = [name for name in {**TENSORFLOW_NEEDS, **LEGACY} if item.get_closest_marker(name)]
+        if not needs:
+            continue
+        # A marker may carry a test-specific reason: @pytest.mark.needs_savedmodel(reason="...").
+        reasons = [item.get_closest_marker(name).kwargs.get("reason")
+                   or {**TENSORFLOW_NEEDS, **LEGACY}[name] for name in needs]
+        item.add_marker(pytest.mark.skip(reason=f"{', '.join(needs)}: {'; '.join(reasons)}"))
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,6 @@ def _modelling_files():
     return sorted(path for path in files if path.relative_to(PACKAGE).as_posix() not in EXEMPT)
 
 
-@pytest.mark.backend_independent
 def test_modelling_code_imports_no_backend():
     files = _modelling_files()
     assert any(path.name == "dropout.py" for path in files)  # the globs found the code
@@ -52,14 +51,12 @@ def test_modelling_code_imports_no_backend():
         + "\n".join(offenders))
 
 
-@pytest.mark.backend_independent
 def test_exempt_files_exist():
     # A renamed or deleted file must leave the exemption list too.
     missing = [name for name in EXEMPT if not (PACKAGE / name).exists()]
     assert not missing, f"EXEMPT names files that do not exist: {missing}; update the list"
 
 
-@pytest.mark.backend_independent
 def test_backend_kernels_loads_backends_only_inside_functions():
     tree = ast.parse((PACKAGE / "backend_kernels.py").read_text())
     top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]

@@ -7,9 +7,10 @@ import pytest
 
 from keras_bert_suite import cli
 from keras_bert_suite.tasks.feature_extractor.embed import embed_file
+from tests.numerics import assert_close
 
 # The model math is tested on every backend in tests/models; this is file plumbing.
-pytestmark = [pytest.mark.backend_independent, pytest.mark.real]
+pytestmark = pytest.mark.real
 
 SENTENCES = [
     "The economy grew faster than anyone expected this year.",
@@ -27,11 +28,11 @@ def test_sentence_vectors_match_the_feature_extractor(tmp_path):
     cli.main(["embed", str(source), "--output", str(output), "--sequence_length", "32"])
     vectors = np.load(output)
     assert vectors.shape == (3, 384)
-    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert_close(np.linalg.norm(vectors, axis=1), 1.0)
     extractor = BertFeatureExtractor.from_preset(
         "minilm_l6_h384_uncased", pooling="mean", normalize=True, sequence_length=32)
     expected = np.asarray(extractor.predict(SENTENCES, verbose=0)["sentence_embedding"])
-    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    assert_close(vectors, expected)
     similarity = vectors @ vectors.T
     assert similarity[0, 1] > similarity[0, 2] + 0.3  # the paraphrase is the nearest line
 

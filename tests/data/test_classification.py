@@ -15,8 +15,6 @@ from keras_bert_suite.tasks.classifier.data import make_classification_dataset
 from keras_bert_suite.tasks.classifier.data import read_classification_file
 from keras_bert_suite.tasks.classifier.tfds import load_tfds
 
-pytestmark = pytest.mark.backend_independent
-
 
 @pytest.fixture(scope="module")
 def reviews():
@@ -164,6 +162,7 @@ def test_missing_file_and_bad_encoding(tmp_path):
         read_classification_file(str(path))
 
 
+@pytest.mark.needs_tf_graph
 def test_dataset_batches_feed_the_preprocessor(tmp_path, reviews, uncased_tokenizer):
     from keras_bert_suite.text import BertPreprocessor
 
@@ -191,6 +190,7 @@ def test_dataset_batches_feed_the_preprocessor(tmp_path, reviews, uncased_tokeni
     assert shuffled == again and sorted(shuffled[0]) == sorted(examples.labels.tolist())
 
 
+@pytest.mark.needs_tf_graph
 def test_unlabelled_pair_dataset(tmp_path, reviews):
     path = _write_csv(tmp_path / "test.csv", ["a", "b"], [(t, t[::-1]) for _, t in reviews[:3]])
     examples = read_classification_file(path, text_column="a", text_pair_column="b",

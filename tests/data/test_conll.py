@@ -13,8 +13,6 @@ from keras_bert_suite.tasks.token_classifier.postprocessor import per_sentence, 
 from keras_bert_suite.tasks.token_classifier.preprocessor import IGNORE_LABEL
 from keras_bert_suite.tasks.token_classifier.preprocessor import TokenClassifierPreprocessor
 
-pytestmark = pytest.mark.backend_independent
-
 
 @pytest.fixture(scope="module")
 def wnut_path():
@@ -147,6 +145,7 @@ def test_bad_tag_column_invalid_utf8_and_missing_file(tmp_path):
         conll.read_conll(str(tmp_path / "missing.txt"))
 
 
+@pytest.mark.needs_tf_graph
 def test_unknown_tag_names_file_line_and_known_tags(tmp_path, preprocessor):
     path = _write(tmp_path, "Peter\tB-PER\n\nParis\tO\nagain\tB-LOC\n")
     message = r"data.txt:4: unknown tag 'B-LOC'; the known tags are \['O', 'B-PER'\]"
@@ -164,6 +163,7 @@ def test_ignore_label_matches_the_token_classifier_loss():
     assert IGNORE_LABEL == losses.IGNORE_LABEL == -100
 
 
+@pytest.mark.needs_tf_graph
 def test_labels_sit_on_each_word_first_piece(wnut, wnut_chunks, word_pieces, wnut_labels):
     label_ids = _label_ids(wnut, wnut_labels)
     token_ids, labels, owners = _expected_chunks(word_pieces, label_ids, 128)
@@ -186,6 +186,7 @@ def test_labels_sit_on_each_word_first_piece(wnut, wnut_chunks, word_pieces, wnu
     assert wnut_chunks.words is None  # pre-split: the caller has the words
 
 
+@pytest.mark.needs_tf_graph
 def test_token_ids_match_transformers(minilm_dir, wnut, wnut_chunks):
     transformers = pytest.importorskip("transformers")
     reference = transformers.BertTokenizerFast.from_pretrained(minilm_dir)
@@ -204,6 +205,7 @@ def test_token_ids_match_transformers(minilm_dir, wnut, wnut_chunks):
         np.testing.assert_array_equal(labelled[s], starts)
 
 
+@pytest.mark.needs_tf_graph
 def test_a_word_that_tokenizes_to_nothing_becomes_unk(uncased_tokenizer, minilm_dir):
     # U+200B (a format character) and BEL (a control character) are dropped by BERT's
     # cleaning; a lone combining accent is stripped by the uncased normalization; "" is empty.
@@ -222,6 +224,7 @@ def test_a_word_that_tokenizes_to_nothing_becomes_unk(uncased_tokenizer, minilm_
     assert encoded.word_ids() == [None, 0, 4, None]
 
 
+@pytest.mark.needs_tf_graph
 def test_long_sentences_are_cut_into_consecutive_chunks(wnut, word_pieces, uncased_tokenizer,
                                                         wnut_labels):
     preprocessor = TokenClassifierPreprocessor(uncased_tokenizer, sequence_length=8)
@@ -252,6 +255,7 @@ def test_long_sentences_are_cut_into_consecutive_chunks(wnut, word_pieces, uncas
                                    [-100, -100, -100, -100, -100, 0, -100, -100]]
 
 
+@pytest.mark.needs_tf_graph
 def test_word_tags_read_each_word_first_piece(wnut, wnut_chunks, wnut_labels):
     logits = np.random.default_rng(0).normal(
         size=(*wnut_chunks.inputs["token_ids"].shape, len(wnut_labels))).astype(np.float32)
@@ -265,6 +269,7 @@ def test_word_tags_read_each_word_first_piece(wnut, wnut_chunks, wnut_labels):
     assert [len(row[row >= 0]) for row in padded] == [len(s.words) for s in wnut]
 
 
+@pytest.mark.needs_tf_graph
 def test_training_dataset_yields_every_chunk(wnut, wnut_chunks, preprocessor, wnut_labels):
     dataset, count = conll.training_dataset(preprocessor, wnut, wnut_labels, batch_size=32,
                                             shuffle=False)
@@ -284,6 +289,7 @@ def test_training_dataset_yields_every_chunk(wnut, wnut_chunks, preprocessor, wn
     assert sorted(all_labels.numpy().sum(1)) == sorted(np.asarray(wnut_chunks.labels).sum(1))
 
 
+@pytest.mark.needs_tf_graph
 def test_pre_split_words_as_ragged_or_padded_tensors(wnut, wnut_chunks, preprocessor):
     words = [list(s.words) for s in wnut[:40]]
     ragged = preprocessor.chunks(tf.ragged.constant(words))
@@ -318,6 +324,7 @@ def _python_words(tokenizer, texts):
     return words
 
 
+@pytest.mark.needs_tf_graph
 def test_raw_text_gives_the_tokenizer_words(wnut, uncased_tokenizer, preprocessor):
     texts = [" ".join(s.words) for s in wnut[:200]] + [
         "Café naïve 東京! don't", "", "  \u200b "]
@@ -338,6 +345,7 @@ def test_raw_text_gives_the_tokenizer_words(wnut, uncased_tokenizer, preprocesso
     assert chunks.inputs["token_ids"].shape == (203, 128)
 
 
+@pytest.mark.needs_tf_graph
 def test_chunk_errors(uncased_tokenizer, preprocessor):
     with pytest.raises(ValueError, match="Labels need pre-split words"):
         preprocessor.chunks(["Paris rocks"], labels=[[1, 0]])

@@ -39,7 +39,7 @@ def _original(x, y):
 
 
 @pytest.mark.real
-@pytest.mark.backend_independent
+@pytest.mark.needs_tf_graph
 def test_dynamic_masking_statistics_on_real_text(sotu_shards, uncased_tokenizer):
     files, count = sotu_shards
     tok = uncased_tokenizer
@@ -76,7 +76,7 @@ def test_dynamic_masking_statistics_on_real_text(sotu_shards, uncased_tokenizer)
 
 
 @pytest.mark.real
-@pytest.mark.backend_independent
+@pytest.mark.needs_tf_graph
 def test_new_masks_every_epoch_and_seeded(sotu_shards, uncased_tokenizer):
     files, _ = sotu_shards
     masker = DynamicMasker.from_tokenizer(uncased_tokenizer)
@@ -94,7 +94,7 @@ def test_new_masks_every_epoch_and_seeded(sotu_shards, uncased_tokenizer):
 
 
 @pytest.mark.real
-@pytest.mark.backend_independent
+@pytest.mark.needs_tf_graph
 def test_dynamic_whole_word_masking(sotu_shards, uncased_tokenizer):
     files, _ = sotu_shards
     is_cont = continuation_table(uncased_tokenizer.get_vocabulary())

@@ -10,7 +10,6 @@ from keras_bert_suite.tasks.classifier.glue import glue_file
 from keras_bert_suite.tasks.classifier.glue import read_glue
 from keras_bert_suite.tasks.classifier.metrics import glue_metrics
 
-pytestmark = pytest.mark.backend_independent
 
 MNLI_PARSES = "( ( A ) ( B ) )\t( ( C ) ( D ) )\t(ROOT (S (NP A) (VP B)))\t(ROOT (S (NP C) (VP D)))"
 

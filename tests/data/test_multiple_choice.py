@@ -11,7 +11,6 @@ from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePr
 from keras_bert_suite.tasks.multiple_choice.swag import make_multiple_choice_dataset
 from keras_bert_suite.tasks.multiple_choice.swag import read_swag
 
-pytestmark = pytest.mark.backend_independent
 
 HEADER = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
           "ending0", "ending1", "ending2", "ending3", "label"]
@@ -133,6 +132,7 @@ def _python_packing(tokenizer, contexts, choices, sequence_length):
 
 
 @pytest.mark.parametrize("sequence_length", [64, 24, 12])  # 24, 12 truncate
+@pytest.mark.needs_tf_graph
 def test_packing_matches_an_independent_packing(swag_file, uncased_tokenizer, hf_tokenizer,
                                                 sequence_length):
     swag = read_swag(swag_file)
@@ -163,6 +163,7 @@ def test_packing_matches_an_independent_packing(swag_file, uncased_tokenizer, hf
         assert packed["padding_mask"][2].all()
 
 
+@pytest.mark.needs_tf_graph
 def test_multiple_choice_dataset(swag_file, uncased_tokenizer):
     swag = read_swag(swag_file)
     preprocessor = MultipleChoicePreprocessor(uncased_tokenizer, sequence_length=32)
@@ -185,6 +186,7 @@ def test_multiple_choice_dataset(swag_file, uncased_tokenizer):
     np.testing.assert_array_equal(only_x["token_ids"], expected["token_ids"])
 
 
+@pytest.mark.needs_tf_graph
 def test_preprocessor_errors(uncased_tokenizer):
     preprocessor = MultipleChoicePreprocessor(uncased_tokenizer, sequence_length=16)
     with pytest.raises(ValueError, match=r"pair \(contexts \[B\], choices \[B, C\]\)"):

@@ -5,7 +5,6 @@ import pytest
 from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
 from keras_bert_suite.text import BertTokenizer
 
-pytestmark = pytest.mark.backend_independent
 
 WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away", "."]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "##s"]

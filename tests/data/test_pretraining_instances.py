@@ -3,8 +3,6 @@ import pytest
 
 from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
 
-pytestmark = pytest.mark.backend_independent
-
 
 def _key(ids):
     return "," + ",".join(map(str, ids)) + ","

@@ -7,7 +7,7 @@ from keras_bert_suite.tasks.pretrainer.tfrecords import (
     FEATURE_NAMES, pretraining_model_inputs, read_pretraining_tfrecords, restore_unmasked_ids,
     write_pretraining_tfrecords)
 
-pytestmark = pytest.mark.backend_independent
+pytestmark = pytest.mark.needs_tf_graph
 
 
 def _instances(n, seed=0):

@@ -8,8 +8,6 @@ from keras_bert_suite.tasks.span_labeler import quoref
 from keras_bert_suite.tasks.span_labeler import squad
 from tests.data import squad_fixtures as fx
 
-pytestmark = pytest.mark.backend_independent
-
 
 @pytest.fixture(scope="module")
 def task_path():

@@ -3,8 +3,6 @@ import pytest
 from keras_bert_suite.tasks.pretrainer.documents import read_documents
 from keras_bert_suite.tasks.pretrainer.sentences import split_sentences
 
-pytestmark = pytest.mark.backend_independent
-
 
 def test_split_sentences_keeps_abbreviations_and_initials():
     text = ("Mr. Smith went to Washington, D.C. in 1801. He met J. Adams there! Was it "

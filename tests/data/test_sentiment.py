@@ -9,8 +9,6 @@ from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomato
 from keras_bert_suite.tasks.classifier.rotten_tomatoes import split_held_out
 from keras_bert_suite.tasks.classifier.rotten_tomatoes import tfidf_baseline
 
-pytestmark = pytest.mark.backend_independent
-
 
 @pytest.fixture(scope="module")
 def corpus():

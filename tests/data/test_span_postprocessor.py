@@ -9,7 +9,7 @@ from keras_bert_suite.tasks.span_labeler import metric as squad_metric
 from keras_bert_suite.tasks.span_labeler.postprocessor import NO_ANSWER_SCORE, best_answers
 from tests.data import squad_fixtures as fx
 
-pytestmark = pytest.mark.backend_independent
+pytestmark = pytest.mark.needs_tf_graph
 
 
 @pytest.fixture(scope="module")

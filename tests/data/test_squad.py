@@ -13,8 +13,6 @@ from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreproce
 from keras_bert_suite.tasks.span_labeler.quoref import write_squad_json
 from tests.data import squad_fixtures as fx
 
-pytestmark = pytest.mark.backend_independent
-
 
 def _np(windows):
     """The windows' arrays as numpy: inputs, labels, example, window index in its example."""
@@ -41,6 +39,7 @@ def _assert_same_windows(windows, reference, max_seq_length):
     return ours
 
 
+@pytest.mark.needs_tf_graph
 def test_windows_match_model_garden():
     (examples, windows), (_, reference) = fx.features_pair(False, 384, 128)
     assert len(examples) == 77  # 80 questions, 3 multi-span ones skipped
@@ -50,6 +49,7 @@ def test_windows_match_model_garden():
     assert np.asarray(windows.answer_found).all()
 
 
+@pytest.mark.needs_tf_graph
 def test_unanswerable_and_short_windows_match_model_garden():
     (examples, windows), (_, reference) = fx.features_pair(True, 128, 32)
     ours = _assert_same_windows(windows, reference, 128)
@@ -64,6 +64,7 @@ def test_unanswerable_and_short_windows_match_model_garden():
                                   np.bincount(ours["example"], minlength=len(examples)))
 
 
+@pytest.mark.needs_tf_graph
 def test_answer_ending_inside_a_word_keeps_exact_pieces(minilm_dir, tmp_path):
     uncased_tokenizer = fx.tokenizer()
     # The one intended difference: Quoref's answer "Pomp and Circumstance March" ends inside
@@ -92,6 +93,7 @@ def _piece_offsets(windows, row, position):
             int(windows.piece_byte_end[example][piece]))
 
 
+@pytest.mark.needs_tf_graph
 def test_offsets_cut_the_answer_from_the_original_context():
     uncased_tokenizer = fx.tokenizer()
     (examples, windows), _ = fx.features_pair(True, 128, 32)
@@ -123,6 +125,7 @@ def test_offsets_cut_the_answer_from_the_original_context():
         assert data[begin:end].decode("utf-8").lower() == piece.removeprefix("##")
 
 
+@pytest.mark.needs_tf_graph
 def test_training_dataset_and_the_preprocessor_in_tf_data():
     (examples, windows), _ = fx.features_pair(True, 128, 32)
     ours = _np(windows)
@@ -202,6 +205,7 @@ def test_duplicate_ids_and_missing_file(tmp_path):
         squad.read_squad_examples(str(tmp_path / "nowhere.json"))
 
 
+@pytest.mark.needs_tf_graph
 def test_preprocessor_arguments_and_unlabelled_training():
     uncased_tokenizer = fx.tokenizer()
     with pytest.raises(ValueError, match=r"max_question_length \(64\) \+ 3 special tokens"):

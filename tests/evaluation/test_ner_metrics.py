@@ -9,8 +9,6 @@ from keras_bert_suite.tasks.token_classifier import conll
 from keras_bert_suite.data import corpora
 from keras_bert_suite.tasks.token_classifier import metric as ner_metrics
 
-pytestmark = pytest.mark.backend_independent
-
 
 @pytest.fixture(scope="module")
 def wnut_gold():

@@ -10,8 +10,6 @@ from keras_bert_suite.tasks.span_labeler import metric as sm
 from keras_bert_suite.tasks.span_labeler.postprocessor import best_answers
 from tests.data import squad_fixtures as fx
 
-pytestmark = pytest.mark.backend_independent
-
 
 @pytest.fixture(scope="module")
 def predictions():

@@ -10,7 +10,6 @@ Each model is fine-tuned for a few steps first, so the metric is not a trivial 0
 import json
 import os
 
-import keras
 import numpy as np
 import pytest
 
@@ -30,8 +29,7 @@ from keras_bert_suite.tasks.token_classifier.metric import entity_scores
 from tests.export.conftest import run_on_serving_host
 
 pytestmark = [
-    pytest.mark.skipif(keras.backend.backend() != "tensorflow",
-                       reason="SavedModel export runs under TensorFlow"),
+    pytest.mark.needs_savedmodel(reason="SavedModel export runs under TensorFlow"),
     pytest.mark.real, pytest.mark.slow]
 
 PRESET = "minilm_l6_h384_uncased"  # real weights: the answers are not all alike

@@ -10,7 +10,6 @@ import contextlib
 import io
 import os
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -28,8 +27,7 @@ from tests.export import references
 from tests.export.conftest import (
     AWKWARD_TEXTS, NER_TAGS, PRESET, SENTIMENT, SEQUENCE_LENGTH, as_strings, run_on_serving_host)
 
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow",
+pytestmark = pytest.mark.needs_savedmodel(
     reason="direct export runs under TensorFlow; other backends: test_reexport.py")
 
 # Served graph vs eager Keras: oneDNN picks other kernels per shape and CPU, so values agree

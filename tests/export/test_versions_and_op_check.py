@@ -9,8 +9,6 @@ import tensorflow as tf
 from keras_bert_suite.export import check_servable_ops, export_saved_model, unservable_ops
 from keras_bert_suite.export.versions import atomic_version_dir, next_version
 
-pytestmark = pytest.mark.backend_independent
-
 
 def test_versions_count_up_and_ignore_other_entries(tmp_path):
     model_dir = str(tmp_path / "model")
@@ -46,6 +44,7 @@ def test_existing_or_bad_version_is_refused(tmp_path):
                 pass
 
 
+@pytest.mark.needs_savedmodel
 def test_export_needs_a_preprocessor_and_task_options_it_knows(tmp_path):
     import keras
 
@@ -70,6 +69,7 @@ def _save(tmp_path, fn):
     return path
 
 
+@pytest.mark.needs_savedmodel
 def test_op_check_rejects_python_functions_and_names_them(tmp_path):
     path = _save(tmp_path, lambda x: tf.py_function(np.sin, [x], tf.float32))
     assert "EagerPyFunc" in unservable_ops(path)
@@ -77,6 +77,7 @@ def test_op_check_rejects_python_functions_and_names_them(tmp_path):
         check_servable_ops(path)
 
 
+@pytest.mark.needs_savedmodel
 def test_op_check_rejects_round_robin_trim_and_accepts_core_ops(tmp_path):
     import tensorflow_text as text
 

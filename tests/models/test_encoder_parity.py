@@ -1,5 +1,5 @@
 """BertEncoder with the real MiniLM weights gives transformers.BertModel's numbers (<= 1e-4),
-on every backend (this module is deliberately not backend_independent)."""
+on every backend (deliberately no needs_* marker)."""
 
 import pytest
 

@@ -25,6 +25,7 @@ from keras_bert_suite.training.losses import IGNORE_LABEL
 from keras_bert_suite.training import create_optimizer
 from keras_bert_suite.training.optimizers import AdamW
 from tests.conftest import to_numpy
+from tests.numerics import assert_close
 from tests.tiny_pretraining import RUN_EAGERLY
 
 SEQUENCE_LENGTH = 24
@@ -74,7 +75,7 @@ def _assert_same_outputs(restored, model, x):
     """Called directly (eagerly): no extra compiled predict function per model."""
     expected, actual = model(x), restored(x)
     for value, reference in zip(keras.tree.flatten(actual), keras.tree.flatten(expected)):
-        np.testing.assert_allclose(to_numpy(value), to_numpy(reference), atol=1e-6)
+        assert_close(value, reference)
 
 
 def _assert_loss_went_down(history):
@@ -238,7 +239,7 @@ def test_multiple_choice_fits_raw_text_and_round_trips(reviews, preprocessor, tm
 
     logits = chooser.predict((contexts, choices), verbose=0)  # text: packed in tf.data
     assert logits.shape == (16, 2)
-    np.testing.assert_allclose(logits, to_numpy(chooser(packed)), atol=1e-5)
+    assert_close(logits, chooser(packed))
     restored = _round_trip(chooser, tmp_path)
     assert restored.num_choices == 2
     _assert_same_outputs(restored, chooser, packed)

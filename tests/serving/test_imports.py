@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.backend_independent
 
 MODELLING_PACKAGES = ("keras_bert_suite.models", "keras_bert_suite.layers",
                       "keras_bert_suite.tasks", "keras_bert_suite.training",
@@ -40,6 +39,7 @@ def test_rest_client_and_server_import_neither_keras_nor_tensorflow():
     assert modelling_modules(modules) == []
 
 
+@pytest.mark.needs_tf_serving  # the SavedModel hosts (a TensorFlow subprocess)
 def test_savedmodel_hosts_import_no_modelling_code():
     # TensorFlow loads the SavedModels; TF 2.20's own __init__ imports keras.src.optimizers,
     # so only our modelling packages can be checked here.

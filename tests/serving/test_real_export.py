@@ -10,8 +10,9 @@ from keras_bert_suite.serving import GrpcClient, RestClient
 from keras_bert_suite.serving.grpc_server import start_grpc_server
 from keras_bert_suite.serving.model_store import ModelStore
 from keras_bert_suite.serving.server import RestServer
+from tests.numerics import assert_close
 
-pytestmark = [pytest.mark.backend_independent, pytest.mark.slow]
+pytestmark = [pytest.mark.needs_savedmodel, pytest.mark.needs_tf_serving, pytest.mark.slow]
 
 TEXTS = ["A gorgeous, witty film.", "Tedious and overlong; I left early!", ""]
 
@@ -30,10 +31,12 @@ def test_exported_encoder_answers_like_the_keras_model(tmp_path):
     try:
         with RestServer(store, port=0) as server:
             rows = RestClient(server.url).predict("encoder", instances=TEXTS)
-        np.testing.assert_allclose([row["pooled_output"] for row in rows], expected, atol=1e-5)
+        # Served graph vs eager Keras: other oneDNN kernels, so a relative 1e-4 (as in
+        # tests/export/test_task_exports.py).
+        assert_close([row["pooled_output"] for row in rows], expected, rtol=1e-4, atol=1e-5)
         with GrpcClient(f"127.0.0.1:{port}") as client:
             outputs = client.predict("encoder", {"text": TEXTS})
-            np.testing.assert_allclose(outputs["pooled_output"], expected, atol=1e-5)
+            assert_close(outputs["pooled_output"], expected, rtol=1e-4, atol=1e-5)
             # The export's warm-up records are valid PredictionService requests.
             from tensorflow_serving.apis import prediction_log_pb2
 

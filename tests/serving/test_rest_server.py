@@ -14,7 +14,6 @@ from tests.serving.conftest import MAX_REQUEST_BYTES
 from tests.serving.conftest import copy_version
 from tests.serving.http_helpers import call
 
-pytestmark = pytest.mark.backend_independent
 
 TEXTS = ["The quick brown fox jumps!", "naive cafe", "over the lazy dog."]
 
@@ -23,6 +22,7 @@ def expected_counts(preprocessor, texts):
     return [len(ids) for ids in preprocessor.tokenizer.encode_batch(texts)]
 
 
+@pytest.mark.needs_tf_serving
 def test_status_lists_versions_labels_select_one(rest_url):
     status, body = call(rest_url, "GET", "/v1/models/text_model")
     assert status == 200
@@ -35,6 +35,7 @@ def test_status_lists_versions_labels_select_one(rest_url):
         "model_version_status"][0]["version"] == "2"
 
 
+@pytest.mark.needs_tf_serving
 def test_metadata_is_the_signature_def_map_in_tf_serving_json(rest_url):
     status, body = call(rest_url, "GET", "/v1/models/text_model/versions/1/metadata")
     assert status == 200
@@ -51,6 +52,7 @@ def test_metadata_is_the_signature_def_map_in_tf_serving_json(rest_url):
         "text_bytes": "DT_STRING"}
 
 
+@pytest.mark.needs_tf_serving
 def test_row_format_predicts_with_the_newest_version(rest_url, preprocessor):
     status, body = call(rest_url, "POST", "/v1/models/text_model:predict", {"instances": TEXTS})
     assert status == 200
@@ -64,6 +66,7 @@ def test_row_format_predicts_with_the_newest_version(rest_url, preprocessor):
 
 @pytest.mark.parametrize("selector, multiplier", [
     ("/versions/1", 1), ("/versions/2", 2), ("/labels/stable", 1), ("/labels/canary", 2)])
+@pytest.mark.needs_tf_serving
 def test_columnar_format_and_version_selection(rest_url, preprocessor, selector, multiplier):
     status, body = call(rest_url, "POST", f"/v1/models/text_model{selector}:predict",
                         {"inputs": {"text": TEXTS}})
@@ -77,6 +80,7 @@ def test_columnar_format_and_version_selection(rest_url, preprocessor, selector,
     assert single == body
 
 
+@pytest.mark.needs_tf_serving
 def test_named_instances_for_a_two_input_signature(rest_url, preprocessor):
     pairs = [("the fox", "lazy dog"), ("naive cafe jumps over", "a dog!")]
     status, body = call(rest_url, "POST", "/v1/models/text_model:predict", {
@@ -89,12 +93,14 @@ def test_named_instances_for_a_two_input_signature(rest_url, preprocessor):
     assert body["predictions"][0]["token_ids"] == [2, 5, 8, 3, 13, 14, 3, 0]
 
 
+@pytest.mark.needs_tf_serving
 def test_numeric_inputs(rest_url):
     status, body = call(rest_url, "POST", "/v1/models/text_model:predict", {
         "signature_name": "ids", "inputs": {"token_ids": [[1, 2, 3], [10, 0, 5]]}})
     assert (status, body) == (200, {"outputs": [6, 15]})
 
 
+@pytest.mark.needs_tf_serving
 def test_any_string_gets_an_answer_and_bytes_pass_through(rest_url):
     texts = ["", "x" * 100_000, "\x00\x07 control \x1b[31m", "emoji 🐕‍🦺 👍🏽 中国"]
     raw = [b"\xff\xfe dog caf\xc3", b"\xed\xa0\x80 surrogate bytes"]
@@ -153,12 +159,14 @@ def test_any_string_gets_an_answer_and_bytes_pass_through(rest_url):
     ("POST", "/v1/models/text_model/metadata", b"{}", 405, "use GET"),
     ("GET", "/v2/models/text_model", None, 404, "Malformed request"),
 ])
+@pytest.mark.needs_tf_serving
 def test_errors_are_json_with_status_codes(rest_url, method, path, body, status, message):
     got_status, got = call(rest_url, method, path, body)
     assert got_status == status, got
     assert set(got) == {"error"} and message in got["error"], got["error"]
 
 
+@pytest.mark.needs_tf_serving
 def test_oversized_body_is_refused_before_reading(rest_url):
     # Only the headers are sent: the server must answer from Content-Length alone. (Sending
     # the body too races with the server closing the connection: a broken pipe, not a bug.)
@@ -178,6 +186,7 @@ def test_oversized_body_is_refused_before_reading(rest_url):
     assert call(rest_url, "GET", "/v1/models/text_model")[0] == 200  # still serving
 
 
+@pytest.mark.needs_tf_serving
 def test_request_without_content_length_is_refused(rest_url):
     status, got = call(rest_url, "POST", "/v1/models/text_model:predict",
                        b'14\r\n{"instances": ["a"]}\r\n0\r\n\r\n',
@@ -185,6 +194,7 @@ def test_request_without_content_length_is_refused(rest_url):
     assert status == 411 and "Content-Length" in got["error"]
 
 
+@pytest.mark.needs_tf_serving
 def test_new_version_is_picked_up_and_old_one_unloaded(rest_url, model_base_path):
     # growing_model has TF Serving's default policy: the newest version only.
     assert call(rest_url, "POST", "/v1/models/growing_model:predict",

@@ -8,7 +8,6 @@ import tensorflow as tf
 from keras_bert_suite.text import BertPreprocessor
 from tests.text.conftest import SMALL_VOCABULARY
 
-pytestmark = pytest.mark.backend_independent
 
 SERVABLE_TF_TEXT_OPS = {
     "NormalizeUTF8", "CaseFoldUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets",
@@ -24,6 +23,7 @@ def graph_ops(concrete_function):
     return ops
 
 
+@pytest.mark.needs_tf_graph
 def test_only_servable_ops():
     from keras_bert_suite.text import BertTokenizer
 
@@ -43,6 +43,7 @@ def test_only_servable_ops():
     assert not any("RoundRobin" in op for op in ops)
 
 
+@pytest.mark.needs_savedmodel
 def test_saved_model_round_trip(small_tokenizer, tmp_path):
     preprocessor = BertPreprocessor(small_tokenizer, sequence_length=12)
     module = tf.Module()

@@ -10,7 +10,7 @@ import tensorflow as tf
 from keras_bert_suite.text import SegmentPacker
 from keras_bert_suite.text import truncation
 
-backend_independent = pytest.mark.backend_independent
+needs_tf_graph = pytest.mark.needs_tf_graph
 CLS, SEP, PAD = 101, 102, 0
 
 
@@ -19,7 +19,7 @@ def pack(segments, sequence_length, truncate="round_robin"):
     return packer(tuple(tf.ragged.constant(s, dtype=tf.int32) for s in segments))
 
 
-@backend_independent
+@needs_tf_graph
 def test_pair_round_robin_exact():
     out = pack([[[1, 2, 3, 4, 5], [6]], [[7, 8, 9], [10, 11]]], sequence_length=8)
     np.testing.assert_array_equal(out["token_ids"], [
@@ -34,7 +34,7 @@ def test_pair_round_robin_exact():
     assert all(v.dtype == np.int32 and v.shape == (2, 8) for v in out.values())
 
 
-@backend_independent
+@needs_tf_graph
 def test_pair_longest_first_exact():
     # Budget 5 for lengths (5, 3): both are cut to 2 and the odd token goes to the longer one.
     out = pack([[[1, 2, 3, 4, 5]], [[7, 8, 9]]], sequence_length=8, truncate="longest_first")
@@ -46,7 +46,7 @@ def test_pair_longest_first_exact():
     np.testing.assert_array_equal(out["token_ids"], [[CLS, 1, 2, 3, SEP, 7, 8, SEP]])
 
 
-@backend_independent
+@needs_tf_graph
 def test_single_segment_and_three_segments():
     out = pack([[[1, 2, 3, 4, 5, 6], []]], sequence_length=5)
     np.testing.assert_array_equal(out["token_ids"], [[CLS, 1, 2, 3, SEP], [CLS, SEP, PAD, PAD, PAD]])
@@ -55,14 +55,14 @@ def test_single_segment_and_three_segments():
     np.testing.assert_array_equal(out["segment_ids"], [[0, 0, 0, 0, 1, 1, 1, 2, 2]])
 
 
-@backend_independent
+@needs_tf_graph
 @pytest.mark.parametrize("truncate", truncation.STRATEGIES)
 def test_never_drops_a_segment(truncate):
     out = pack([[[1] * 50], [[2] * 50], [[3] * 50]], sequence_length=7, truncate=truncate)
     np.testing.assert_array_equal(out["token_ids"], [[CLS, 1, SEP, 2, SEP, 3, SEP]])
 
 
-@backend_independent
+@needs_tf_graph
 def test_single_example_and_dense_inputs():
     packer = SegmentPacker(6, CLS, SEP)
     out = packer((tf.constant([1, 2]), tf.constant([3, 4, 5])))
@@ -71,7 +71,7 @@ def test_single_example_and_dense_inputs():
     np.testing.assert_array_equal(out["token_ids"], [[CLS, 1, 2, SEP, 0, 0], [CLS, 3, 4, SEP, 0, 0]])
 
 
-@backend_independent
+@needs_tf_graph
 def test_round_robin_matches_tf_text_trimmer():
     import tensorflow_text as tf_text
 
@@ -86,7 +86,7 @@ def test_round_robin_matches_tf_text_trimmer():
                                       tf.stack(expected, axis=1))
 
 
-@backend_independent
+@needs_tf_graph
 def test_longest_first_matches_tokenizers():
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
@@ -105,7 +105,7 @@ def test_longest_first_matches_tokenizers():
         assert [tuple(k) for k in kept.numpy().tolist()] == expected
 
 
-@backend_independent
+@needs_tf_graph
 def test_bad_arguments():
     with pytest.raises(ValueError, match="too small for 1 segment"):
         SegmentPacker(2, CLS, SEP)
@@ -119,7 +119,7 @@ def test_bad_arguments():
         SegmentPacker(8, CLS, SEP)((tf.constant([1]), tf.constant([[2]])))
 
 
-@backend_independent
+@needs_tf_graph
 def test_graph_uses_core_ops_only():
     packer = SegmentPacker(16, CLS, SEP)
     spec = tf.RaggedTensorSpec([None, None], tf.int32)

@@ -45,7 +45,7 @@ def test_eager_python_lists_give_numpy_for_any_backend(preprocessor):
     assert keras.ops.convert_to_numpy(outputs["sequence_output"]).shape == (2, 10, 16)
 
 
-@pytest.mark.backend_independent
+@pytest.mark.needs_tf_graph
 def test_pairs_and_labels(preprocessor):
     x, y = preprocessor((["the fox", "a"], ["lazy dog jumps", "b"]), [1, 0])
     np.testing.assert_array_equal(x["token_ids"], [
@@ -61,7 +61,7 @@ def test_pairs_and_labels(preprocessor):
                                   [2, 5, 8, 3, 14, 3, 0, 0, 0, 0])
 
 
-@pytest.mark.backend_independent
+@pytest.mark.needs_tf_graph
 @pytest.mark.real
 def test_pairs_match_transformers_longest_first(minilm_dir, sotu_sentences):
     import transformers
@@ -78,7 +78,7 @@ def test_pairs_match_transformers_longest_first(minilm_dir, sotu_sentences):
     np.testing.assert_array_equal(ours["padding_mask"], expected["attention_mask"])
 
 
-@pytest.mark.backend_independent
+@pytest.mark.needs_tf_graph
 def test_bad_arguments(small_tokenizer):
     with pytest.raises(ValueError, match="must be a BertTokenizer"):
         BertPreprocessor("vocab.txt")
@@ -106,7 +106,7 @@ def test_keras_round_trip(small_tokenizer, tmp_path):
         np.testing.assert_array_equal(restored(texts)[name], value)
 
 
-@pytest.mark.backend_independent
+@pytest.mark.needs_tf_graph
 @pytest.mark.real
 def test_from_preset():
     preprocessor = BertPreprocessor.from_preset("bert_tiny_uncased", sequence_length=12)

@@ -8,7 +8,7 @@ import tensorflow as tf
 from keras_bert_suite.text import BertTokenizer
 from tests.text.conftest import SMALL_VOCABULARY
 
-backend_independent = pytest.mark.backend_independent
+needs_tf_graph = pytest.mark.needs_tf_graph
 
 
 def pieces(tokenizer, text):
@@ -17,7 +17,7 @@ def pieces(tokenizer, text):
 
 # === exact outputs ===
 
-@backend_independent
+@needs_tf_graph
 @pytest.mark.parametrize("text, expected", [
     ("The quick brown fox jumps over the lazy dog.",
      ["the", "quick", "brown", "fox", "jump", "##s", "over", "the", "lazy", "dog", "."]),
@@ -33,7 +33,7 @@ def test_small_vocabulary_pieces(small_tokenizer, text, expected):
     assert pieces(small_tokenizer, text) == expected
 
 
-@backend_independent
+@needs_tf_graph
 @pytest.mark.real
 def test_real_vocabulary_ids(uncased_tokenizer):
     assert uncased_tokenizer.encode_batch(["Hello, world!", "unaffable"]) == [
@@ -43,14 +43,14 @@ def test_real_vocabulary_ids(uncased_tokenizer):
     assert ids.to_list() == [[1996, 2110, 1997, 1996, 2586, 1012]]
 
 
-@backend_independent
+@needs_tf_graph
 def test_cased_keeps_case_and_accents():
     tokenizer = BertTokenizer(SMALL_VOCABULARY + ["The", "Café"], lowercase=False)
     assert pieces(tokenizer, "The the Café cafe") == ["The", "the", "Café", "cafe"]
     assert pieces(tokenizer, "THE") == ["[UNK]"]
 
 
-@backend_independent
+@needs_tf_graph
 def test_special_token_strings_are_plain_text(small_tokenizer):
     # As google-research/bert: text cannot inject special tokens (Hugging Face would).
     assert pieces(small_tokenizer, "[SEP] [MASK]") == [
@@ -58,7 +58,7 @@ def test_special_token_strings_are_plain_text(small_tokenizer):
     assert small_tokenizer.sep_token_id not in small_tokenizer.encode_batch(["a [SEP] b"])[0]
 
 
-@backend_independent
+@needs_tf_graph
 def test_scalar_and_batch_inputs(small_tokenizer):
     scalar = small_tokenizer("the fox")
     assert isinstance(scalar, tf.Tensor) and scalar.shape.rank == 1
@@ -70,7 +70,7 @@ def test_scalar_and_batch_inputs(small_tokenizer):
 
 # === offsets ===
 
-@backend_independent
+@needs_tf_graph
 def test_byte_offsets_into_original(small_tokenizer):
     text = "Café  jumps, 中国"  # é is 2 bytes, 中 and 国 3 bytes each
     ids, starts, ends = small_tokenizer.tokenize_with_offsets([text])
@@ -82,7 +82,7 @@ def test_byte_offsets_into_original(small_tokenizer):
     assert ids.to_list() == small_tokenizer([text]).to_list()
 
 
-@backend_independent
+@needs_tf_graph
 def test_offsets_through_expanding_and_dropped_characters(small_tokenizer):
     # "e\u0301" loses its mark; the control character is dropped; both routes agree.
     _, offsets = small_tokenizer.encode_batch_with_offsets(["cafe\u0301\x07 fox"])
@@ -91,14 +91,14 @@ def test_offsets_through_expanding_and_dropped_characters(small_tokenizer):
 
 # === detokenize and vocabulary API ===
 
-@backend_independent
+@needs_tf_graph
 def test_detokenize(small_tokenizer):
     ids = small_tokenizer(["the fox jumps", "unaffable dog"])
     assert small_tokenizer.detokenize(ids).numpy().tolist() == [b"the fox jumps", b"unaffable dog"]
     assert small_tokenizer.detokenize([5, 8]).numpy() == b"the fox"
 
 
-@backend_independent
+@needs_tf_graph
 def test_vocabulary_api(small_tokenizer):
     assert small_tokenizer.vocabulary_size() == len(SMALL_VOCABULARY)
     assert (small_tokenizer.pad_token_id, small_tokenizer.unknown_token_id,
@@ -113,7 +113,7 @@ def test_vocabulary_api(small_tokenizer):
 
 # === bad input: defined results, never a crash ===
 
-@backend_independent
+@needs_tf_graph
 @pytest.mark.parametrize("text", ["", " ", "\t\n\r \u00a0\u3000", "\x00\x01\u200b\ufeff"])
 def test_empty_and_invisible_texts_give_no_ids(small_tokenizer, text):
     assert small_tokenizer.encode_batch([text]) == [[]]
@@ -121,17 +121,17 @@ def test_empty_and_invisible_texts_give_no_ids(small_tokenizer, text):
     assert ids == [[]] and offsets == [[]]
 
 
-@backend_independent
+@needs_tf_graph
 def test_control_characters_are_dropped(small_tokenizer):
     assert pieces(small_tokenizer, "fo\x00x\x07 d\x1bog\x7f") == ["fox", "dog"]
 
 
-@backend_independent
+@needs_tf_graph
 def test_emoji_are_unknown_words(small_tokenizer):
     assert pieces(small_tokenizer, "the 😀 fox 👨‍👩‍👧") == ["the", "[UNK]", "fox", "[UNK]"]
 
 
-@backend_independent
+@needs_tf_graph
 @pytest.mark.parametrize("raw, same_as", [
     (b"fo\xffx the", "fox the"),  # stray byte
     (b"the \xc3 dog", "the  dog"),  # truncated 2-byte sequence
@@ -147,7 +147,7 @@ def test_invalid_utf8_is_replaced_then_dropped(small_tokenizer, raw, same_as):
     assert all(0 <= s < e <= len(raw) for s, e in zip(starts[0].numpy(), ends[0].numpy()))
 
 
-@backend_independent
+@needs_tf_graph
 @pytest.mark.real
 def test_hundred_thousand_characters(uncased_tokenizer, minilm_vocab):
     import tokenizers
@@ -163,7 +163,7 @@ def test_hundred_thousand_characters(uncased_tokenizer, minilm_vocab):
 
 # === Python-side misuse: clear errors ===
 
-@backend_independent
+@needs_tf_graph
 @pytest.mark.parametrize("vocabulary, message", [
     (123, "vocab.txt path or a list of str"),
     ("/no/such/vocab.txt", "is not a file"),
@@ -178,7 +178,7 @@ def test_bad_vocabularies(vocabulary, message):
         BertTokenizer(vocabulary)
 
 
-@backend_independent
+@needs_tf_graph
 def test_bad_arguments_and_inputs(small_tokenizer):
     with pytest.raises(ValueError, match="lowercase must be True or False"):
         BertTokenizer(SMALL_VOCABULARY, lowercase="yes")
@@ -196,7 +196,7 @@ def test_bad_arguments_and_inputs(small_tokenizer):
         small_tokenizer.encode_batch([b"bytes"])
 
 
-@backend_independent
+@needs_tf_graph
 def test_missing_special_tokens_are_reported():
     tokenizer = BertTokenizer(["[UNK]", "a"])
     for name, token in [("cls", "CLS"), ("sep", "SEP"), ("pad", "PAD"), ("mask", "MASK")]:
@@ -206,7 +206,7 @@ def test_missing_special_tokens_are_reported():
 
 # === presets ===
 
-@backend_independent
+@needs_tf_graph
 @pytest.mark.real
 def test_from_preset(minilm_vocab):
     packaged = BertTokenizer.from_preset("minilm_l6_h384_uncased")

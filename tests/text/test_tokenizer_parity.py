@@ -9,7 +9,7 @@ import transformers
 from keras_bert_suite.text import BertTokenizer
 from keras_bert_suite.text import char_tables
 
-pytestmark = [pytest.mark.backend_independent, pytest.mark.real]
+pytestmark = [pytest.mark.needs_tf_graph, pytest.mark.real]
 
 HARD_CASES = [
     "", " ", "\t\n\r  ", "\u00a0\u2003\u3000",

@@ -6,7 +6,7 @@ import tensorflow as tf
 from keras_bert_suite.text import BertTokenizer
 from keras_bert_suite.text import learn_vocabulary
 
-pytestmark = pytest.mark.backend_independent
+pytestmark = pytest.mark.needs_tf_graph
 
 RESERVED = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 TEXTS = ["The Congress shall make no law.", "The people of the United States.",
