@@ -30,26 +30,22 @@ TENSORFLOW_NEEDS = {
     "needs_tf_serving": "needs the TF-Serving-compatible server (SavedModels), run in the TensorFlow process",
     "needs_tf_graph": "tests TensorFlow graph code whose result cannot depend on the Keras backend; "
     "runs once, in the TensorFlow process",
+    "needs_tf_distribute": "needs a tf.distribute strategy (TensorFlow backend)",
+    "own_processes": "starts its own processes with the backend each needs; runs once, from the "
+    "TensorFlow process",
 }
-
-
-# Transitional: the old blanket label, still on a few modules whose owners are moving them to
-# the needs_* markers. Remove it (here and in setup.cfg) once `grep -rn backend_independent
-# tests` finds nothing.
-LEGACY = {"backend_independent": "legacy blanket label (to be replaced by a needs_* marker); "
-                                 "TensorFlow process only"}
 
 
 def pytest_collection_modifyitems(config, items):
     if keras.backend.backend() == "tensorflow":
         return
     for item in items:
-        needs = [name for name in {**TENSORFLOW_NEEDS, **LEGACY} if item.get_closest_marker(name)]
+        needs = [name for name in TENSORFLOW_NEEDS if item.get_closest_marker(name)]
         if not needs:
             continue
         # A marker may carry a test-specific reason: @pytest.mark.needs_savedmodel(reason="...").
         reasons = [item.get_closest_marker(name).kwargs.get("reason")
-                   or {**TENSORFLOW_NEEDS, **LEGACY}[name] for name in needs]
+                   or TENSORFLOW_NEEDS[name] for name in needs]
         item.add_marker(pytest.mark.skip(reason=f"{', '.join(needs)}: {'; '.join(reasons)}"))
 
 

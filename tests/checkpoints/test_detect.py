@@ -7,7 +7,6 @@ from keras_bert_suite.checkpoints import (
 from tests.checkpoints.checkpoint_writers import (
     TINY_HF_CONFIG, tiny_hf_tensors, write_hf_dir)
 
-pytestmark = pytest.mark.backend_independent
 
 
 def test_unknown_directory_lists_the_formats_and_their_files(tmp_path):

@@ -14,7 +14,6 @@ from tests.checkpoints.checkpoint_writers import (
     tiny_hf_tensors, write_google_dir)
 from tests.minilm_reference import PARITY_TOLERANCE, max_differences, reference
 
-pytestmark = pytest.mark.backend_independent
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from keras_bert_suite.checkpoints import UnsupportedCheckpointError, load_checkp
 from tests.checkpoints.checkpoint_writers import (
     TINY_HF_CONFIG, tiny_hf_tensors, write_hf_dir)
 
-pytestmark = pytest.mark.backend_independent
 
 
 @pytest.mark.real

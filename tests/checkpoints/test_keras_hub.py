@@ -112,7 +112,6 @@ def test_preset_saved_by_keras_hub_loads(tmp_path, minilm_encoder, minilm_backbo
                      inputs["padding_mask"]) <= 1e-6
 
 
-@pytest.mark.backend_independent
 def test_h5_files_without_layer_name_attributes(tmp_path):
     """Older Keras wrote no `name` attribute; the layer keys alone must be enough."""
     backbone = keras_hub_package.models.BertBackbone(
@@ -132,7 +131,6 @@ def test_h5_files_without_layer_name_attributes(tmp_path):
         np.testing.assert_array_equal(without_names[name], value)
 
 
-@pytest.mark.backend_independent
 def test_other_keras_hub_models_are_refused(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({
         "module": "keras_hub.src.models.gpt2.gpt2_backbone", "class_name": "GPT2Backbone",

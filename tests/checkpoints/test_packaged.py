@@ -6,7 +6,6 @@ import pytest
 
 from keras_bert_suite.checkpoints import packaged, packaged_checkpoint_dir
 
-pytestmark = pytest.mark.backend_independent
 
 
 @pytest.mark.real

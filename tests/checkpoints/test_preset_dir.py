@@ -60,7 +60,6 @@ def test_save_refuses_to_replace_a_foreign_directory(tmp_path):
     assert os.listdir(tmp_path) == ["notes.txt"]
 
 
-@pytest.mark.backend_independent
 def test_newer_format_version_is_refused(tmp_path):
     preset_dir.save(tmp_path / "p", {"num_layers": 1}, {})
     config_path = tmp_path / "p" / "config.json"

@@ -21,7 +21,6 @@ def test_misspelled_name_names_the_closest_preset_and_lists_them_all():
     assert all(fmt in message for fmt in FORMATS)
 
 
-@pytest.mark.backend_independent
 def test_missing_directory_says_which_formats_were_looked_for(tmp_path):
     missing = tmp_path / "no_such_checkpoint"
     with pytest.raises(UnknownPresetError) as error:
@@ -34,14 +33,12 @@ def test_missing_directory_says_which_formats_were_looked_for(tmp_path):
         assert expected in message
 
 
-@pytest.mark.backend_independent
 def test_tokenizer_gets_the_same_error_and_callers_catching_the_older_type_still_do():
     with pytest.raises(UnknownCheckpointFormatError, match="'bert_base_uncased'"):
         BertTokenizer.from_preset("bert_base_uncase")
     assert issubclass(UnknownPresetError, ValueError)
 
 
-@pytest.mark.backend_independent
 def test_builtin_name_is_an_architecture_and_every_preset_is_listed():
     checkpoint = resolve_checkpoint("bert_tiny_uncased", load_weights=False)
     assert checkpoint.format == "builtin" and checkpoint.weights is None

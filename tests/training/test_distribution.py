@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
 
@@ -27,7 +28,6 @@ from keras_bert_suite.distribution import (
     tf_strategies,
 )
 
-pytestmark = pytest.mark.backend_independent
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -74,6 +74,7 @@ def test_global_and_per_replica_batch_sizes():
         eight.global_batch_size(100)
 
 
+@pytest.mark.needs_tf_distribute
 def test_multi_worker_without_tf_config_explains_it(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     with pytest.raises(DistributionError, match="TF_CONFIG environment variable, which is not"):
@@ -109,6 +110,7 @@ class _FakeTPU:
         monkeypatch.setattr(tf.distribute, "TPUStrategy", Strategy)
 
 
+@pytest.mark.needs_tf_distribute
 def test_tpu_wiring_resolver_flags_and_bf16(monkeypatch):
     from keras_bert_suite.recipe_runner import load_recipe
 
@@ -128,12 +130,14 @@ def test_tpu_wiring_resolver_flags_and_bf16(monkeypatch):
     assert fake.calls == [("resolver", ""), ("initialize",), ("strategy", "Resolver")]
 
 
+@pytest.mark.needs_tf_distribute
 def test_local_tpu_on_a_machine_without_one():
     assert not tf_strategies.local_tpu_devices()  # this CPU machine
     with pytest.raises(DistributionError, match="this machine has no TPU chips"):
         create_distribution({"strategy": "tpu", "tpu": "local"}, backend="tensorflow")
 
 
+@pytest.mark.needs_tf_distribute
 def test_an_unreachable_tpu_is_one_clear_error(monkeypatch):
     _FakeTPU(monkeypatch, fail=True)
     with pytest.raises(DistributionError, match="Could not reach the TPU 'my-tpu': Please "
@@ -161,6 +165,8 @@ def _axes(layout_map, path):
     return None if layout is None else tuple(layout.axes)
 
 
+@pytest.mark.skipif(keras.backend.backend() == "torch",
+                    reason="keras.distribution is absent on PyTorch (Keras 3.15)")
 def test_layout_rules_cover_every_encoder_variable_that_is_split():
     from keras_bert_suite import BertEncoder
 
@@ -193,6 +199,8 @@ def test_layout_rules_cover_every_encoder_variable_that_is_split():
         assert _axes(layout_map, path) is None, path
 
 
+@pytest.mark.skipif(keras.backend.backend() == "torch",
+                    reason="keras.distribution is absent on PyTorch (Keras 3.15)")
 def test_layout_map_wants_a_model_axis():
     import keras
 
@@ -206,6 +214,7 @@ def test_layout_map_wants_a_model_axis():
 # === Real multi-device runs ===
 
 @pytest.mark.slow
+@pytest.mark.own_processes
 def test_mirrored_two_cpus_step_equals_one_device_and_the_runner_trains(tmp_path):
     result = _program("mirrored_step", str(tmp_path / "run"))
     assert result["replicas"] == 2 and result["devices"][1].endswith("CPU:1")
@@ -243,6 +252,7 @@ def _write_id_files(directory, count=4, per_file=10):
 
 
 @pytest.mark.slow
+@pytest.mark.own_processes
 def test_multi_worker_two_processes_train_in_lockstep_and_split_the_data(tmp_path):
     _write_id_files(str(tmp_path / "ids"))
     output = str(tmp_path / "run")
@@ -277,6 +287,7 @@ def test_multi_worker_two_processes_train_in_lockstep_and_split_the_data(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.own_processes
 def test_jax_data_and_model_parallel_fit_with_the_layout_map(tmp_path):
     result = _program("jax_fit", str(tmp_path), backend="jax",
                       XLA_FLAGS="--xla_force_host_platform_device_count=2")
@@ -300,6 +311,7 @@ def test_jax_data_and_model_parallel_fit_with_the_layout_map(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.own_processes
 @pytest.mark.parametrize("num_devices", [2, 4])
 def test_model_parallel_devices_hold_whole_heads_and_compute_the_same_outputs(
         tmp_path, num_devices):
@@ -352,6 +364,7 @@ def _final_weights(output):
 
 
 @pytest.mark.slow
+@pytest.mark.own_processes
 def test_sigkilled_run_resumes_to_the_same_step_and_weights(tmp_path):
     killed = str(tmp_path / "killed")
     ready = tmp_path / "paused-after-step-10"
