@@ -61,29 +61,35 @@ def split_sentences(sentences, held_out_fraction):
     return sentences[:cut], sentences[cut:]
 
 
-def first_piece_states(encoder, windows, batch_size=64):
+def word_positions(chunks):
+    """(chunk row, position) of every word's first piece, words in (sentence, word) order."""
+    first = np.asarray(chunks.first_piece)
+    return np.asarray(chunks.piece_chunk)[first], np.asarray(chunks.piece_position)[first]
+
+
+def first_piece_states(encoder, chunks, batch_size=64):
     """Runs the frozen encoder once -> hidden states at each word's first piece.
 
-    Returns [num_words, L + 1, H] float32 in (sentence, word) order. Windows are batched by
+    Returns [num_words, L + 1, H] float32 in (sentence, word) order. Chunks are batched by
     length and each batch is cut to its longest row (rounded up to 16, a few distinct
     shapes), so short tweets do not pay for 128 positions.
     """
-    lengths = windows.padding_mask.sum(1)
-    first = windows.first_piece_mask()
-    word_offset = np.concatenate([[0], np.cumsum(windows.sentence_lengths)[:-1]])
+    inputs = {name: np.asarray(value) for name, value in chunks.inputs.items()}
+    lengths = inputs["padding_mask"].sum(1)
+    word_chunk, word_position = word_positions(chunks)
     states = None
     order = np.argsort(lengths, kind="stable")
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
         width = int(-(-lengths[rows].max() // 16) * 16)
-        inputs = {name: array[rows, :width] for name, array in windows.inputs().items()}
-        hidden = np.asarray(encoder.predict_on_batch(inputs)["hidden_states"])  # [B, L+1, T, H]
+        batch = {name: array[rows, :width] for name, array in inputs.items()}
+        hidden = np.asarray(encoder.predict_on_batch(batch)["hidden_states"])  # [B, L+1, T, H]
         if states is None:
-            states = np.zeros((int(windows.sentence_lengths.sum()), *hidden.shape[1:2],
-                               hidden.shape[-1]), np.float32)
-        b, t = np.nonzero(first[rows, :width])
-        target = word_offset[windows.sentence_index[rows[b]]] + windows.word_ids[rows[b], t]
-        states[target] = hidden[b, :, t]  # [n, L+1, H]
+            states = np.zeros((len(word_chunk), hidden.shape[1], hidden.shape[-1]), np.float32)
+        local = np.full(len(lengths), -1)
+        local[rows] = np.arange(len(rows))  # chunk row -> its index in this batch
+        words = np.flatnonzero(local[word_chunk] >= 0)
+        states[words] = hidden[local[word_chunk[words]], :, word_position[words]]  # [n, L+1, H]
     return states
 
 
@@ -104,22 +110,20 @@ def strategy_features(states, strategy):
     raise ValueError(f"Unknown strategy {strategy!r}; choose one of {STRATEGIES}.")
 
 
-def check_against_extractor(encoder, windows, states, num_windows=16):
+def check_against_extractor(encoder, chunks, states, num_chunks=16):
     """Largest |difference| between our per-strategy features and BertFeatureExtractor's."""
     from keras_bert_suite import BertFeatureExtractor
 
-    rows = np.arange(min(num_windows, len(windows.token_ids)))
-    first = windows.first_piece_mask()[rows]
-    word_offset = np.concatenate([[0], np.cumsum(windows.sentence_lengths)[:-1]])
-    b, t = np.nonzero(first)
-    words = word_offset[windows.sentence_index[b]] + windows.word_ids[b, t]
-    inputs = {name: array[rows] for name, array in windows.inputs().items()}
+    word_chunk, word_position = word_positions(chunks)
+    words = np.flatnonzero(word_chunk < num_chunks)
+    inputs = {name: np.asarray(value)[:num_chunks] for name, value in chunks.inputs.items()}
     worst = 0.0
     for strategy in STRATEGIES:
         extractor = BertFeatureExtractor(encoder, layers=strategy)
         tokens = np.asarray(extractor.predict_on_batch(inputs)["token_embeddings"])
         expected = strategy_features(states[words], strategy)
-        worst = max(worst, float(np.abs(tokens[b, t] - expected).max()))
+        got = tokens[word_chunk[words], word_position[words]]
+        worst = max(worst, float(np.abs(got - expected).max()))
     return worst
 
 
@@ -183,26 +187,27 @@ def train_and_score(train, test, train_sentences, test_sentences, labels, args):
     return ner_metrics.entity_scores([list(s.tags) for s in test_sentences], tags)
 
 
-def fine_tune(train_sentences, test_sentences, labels, tokenizer, args):
-    """The paper's fine-tuning row: BertTokenClassifier trained end to end."""
+def fine_tune(train_sentences, test_sentences, labels, args):
+    """The paper's fine-tuning row: BertTokenClassifier trained end to end, scored through
+    its own text path (the one the exported model serves)."""
     import keras
 
     from keras_bert_suite import BertTokenClassifier
     from keras_bert_suite.tasks.token_classifier import conll
     from keras_bert_suite.tasks.token_classifier import metric as ner_metrics
+    from keras_bert_suite.tasks.token_classifier.recipe import predicted_tags
     from keras_bert_suite.training.optimizers import create_optimizer
 
     keras.utils.set_random_seed(args.seed)
-    aligner = conll.WordPieceAligner(tokenizer, labels, args.fine_tune_sequence_length)
-    train_windows, test_windows = aligner.encode(train_sentences), aligner.encode(test_sentences)
-    steps = args.fine_tune_epochs * -(-len(train_windows.token_ids) // 32)
-    model = BertTokenClassifier.from_preset(PRESET, num_classes=len(labels), label_names=labels)
+    model = BertTokenClassifier.from_preset(PRESET, num_classes=len(labels), label_names=labels,
+                                            sequence_length=args.fine_tune_sequence_length)
+    train, num_chunks = conll.training_dataset(model.preprocessor, train_sentences, labels,
+                                               batch_size=32, seed=args.seed)
+    steps = args.fine_tune_epochs * -(-num_chunks // 32)
     model.compile(optimizer=create_optimizer("adamw", learning_rate=5e-5, num_train_steps=steps,
                                              num_warmup_steps=steps // 10))
-    model.fit(conll.to_dataset(train_windows, 32, shuffle=True, seed=args.seed),
-              epochs=args.fine_tune_epochs, verbose=2)
-    logits = model.predict(test_windows.inputs(), batch_size=64, verbose=0)
-    tags = aligner.decode(test_windows, logits)
+    model.fit(train, epochs=args.fine_tune_epochs, verbose=2)
+    tags = predicted_tags(model, test_sentences, batch_size=64)
     return ner_metrics.entity_scores([list(s.tags) for s in test_sentences], tags)
 
 
@@ -239,18 +244,21 @@ def main(argv=None):
     from keras_bert_suite import BertEncoder, BertTokenizer
     from keras_bert_suite.data import corpora
     from keras_bert_suite.tasks.token_classifier import conll
+    from keras_bert_suite.tasks.token_classifier.preprocessor import TokenClassifierPreprocessor
 
     start = time.perf_counter()
     sentences = conll.read_conll(corpora.fetch_wnut16())[:args.max_sentences]
     labels = conll.learn_labels(sentences)
     train_sentences, test_sentences = split_sentences(sentences, args.held_out_fraction)
     tokenizer = BertTokenizer.from_preset(PRESET)
-    windows = conll.WordPieceAligner(tokenizer, labels, sequence_length=128).encode(sentences)
+    # the token classifier's own chunking: a word is the data's word, its first piece carries it
+    chunks = TokenClassifierPreprocessor(tokenizer, sequence_length=128).chunks(
+        [list(s.words) for s in sentences])
 
     encoder = BertEncoder.from_preset(PRESET, return_hidden_states=True)
     encoder.trainable = False
-    states = first_piece_states(encoder, windows)
-    extractor_difference = check_against_extractor(encoder, windows, states)
+    states = first_piece_states(encoder, chunks)
+    extractor_difference = check_against_extractor(encoder, chunks, states)
     print(f"encoder pass: {states.shape[0]} words, {time.perf_counter() - start:.0f} s; "
           f"max |ours - BertFeatureExtractor| = {extractor_difference:.2e}", flush=True)
     if extractor_difference > 1e-3:
@@ -268,7 +276,7 @@ def main(argv=None):
         print(f"{strategy:<18} F1 {100 * rows[strategy]['f1']:.1f} "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
     if args.fine_tune_epochs:
-        rows["fine_tune"] = fine_tune(train_sentences, test_sentences, labels, tokenizer, args)
+        rows["fine_tune"] = fine_tune(train_sentences, test_sentences, labels, args)
 
     table = format_table(rows, len(train_sentences), len(test_sentences))
     print(table)

@@ -17,7 +17,6 @@ Pure-Python tests (file readers, recipe parsing, metrics on numpy, CLI errors) a
 that run a Keras model carry no marker and run on all three backends.
 """
 
-import os
 
 import keras
 import numpy as np

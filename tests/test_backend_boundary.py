@@ -5,7 +5,6 @@ backend-specific fast path with its reason and measurement."""
 import ast
 import pathlib
 
-import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_suite"
 BACKENDS = {"tensorflow", "jax", "jaxlib", "torch"}

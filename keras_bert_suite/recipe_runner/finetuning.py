@@ -88,7 +88,7 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
 
     distribution, batch_size, precision = start_distribution(recipe, log)
     task = task_module(recipe["task"])
-    model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
+    model_config, training = recipe["model"], recipe["training"]
     # The task modules batch with training.batch_size: make it the global batch.
     recipe = {**recipe, "training": {**training, "batch_size": batch_size}}
     training = recipe["training"]

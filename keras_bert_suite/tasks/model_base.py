@@ -1,5 +1,5 @@
-"""What BertPretrainer and the task models share: an encoder and an optional preprocessor
-in their config, and labels keyed by output name."""
+"""BertTask's Keras plumbing (tasks/task.py): an encoder and an optional preprocessor in the
+config, and labels keyed by output name."""
 
 import keras
 

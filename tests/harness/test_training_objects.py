@@ -4,7 +4,6 @@ formulas (Adam: Kingma & Ba, in Keras' epsilon-hat form; LAMB: You et al.; BERT'
 
 import keras
 import numpy as np
-import pytest
 from keras import ops
 
 from keras_bert_suite.training import (

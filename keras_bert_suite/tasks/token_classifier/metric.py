@@ -2,7 +2,7 @@
 
 An entity counts as found only when its type and its exact word span match a gold entity,
 as in the CoNLL shared tasks' conlleval script (which seqeval's default mode reproduces).
-Inputs are tags per word, one list per sentence (what `WordPieceAligner.decode` returns).
+Inputs are tags per word, one list per sentence (what `BertTokenClassifier.predict` gives per sentence).
 """
 
 from seqeval import metrics
@@ -89,7 +89,7 @@ def _checked(y_true, y_pred):
     for i, (gold, predicted) in enumerate(zip(y_true, y_pred)):
         if len(gold) != len(predicted):
             raise ValueError(f"sentence {i}: {len(gold)} gold tags but {len(predicted)} predicted "
-                             "tags; predict one tag per word (WordPieceAligner.decode does).")
+                             "tags; predict one tag per word (BertTokenClassifier.predict does).")
     if not any(y_true):
         raise ValueError("y_true has no tags; nothing to score.")
     return y_true, y_pred
