@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BACKENDS ?= tensorflow jax torch
 PYTEST_ARGS ?=
+OWN_PROCESSES_BACKEND ?= $(lastword $(BACKENDS))
 
 .PHONY: setup data demo test bench clean
 
@@ -28,11 +29,13 @@ demo: setup data
 # One pytest process per Keras backend, all at once (each logs to its own file); the logs are
 # printed in BACKENDS order when all have finished, and the target fails if any backend did.
 # Every backend runs even if another one fails. Tests that need TensorFlow itself (markers
-# needs_savedmodel, needs_tf_serving, needs_tf_graph) run in the tensorflow process only.
+# needs_savedmodel, needs_tf_serving, needs_tf_graph) run in the tensorflow process only; the
+# tests that start their own processes (marker own_processes) run from the torch process, the
+# one with the least to do, so the three finish closer together.
 test: setup data
 	@logs=$$(mktemp -d); pids=""; \
 	for backend in $(BACKENDS); do \
-		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests >$$logs/$$backend.log 2>&1 & \
+		KBS_OWN_PROCESSES_BACKEND=$(OWN_PROCESSES_BACKEND) KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests >$$logs/$$backend.log 2>&1 & \
 		pids="$$pids $$!"; \
 	done; \
 	status=0; set -- $$pids; \

@@ -12,11 +12,17 @@ what it needs from TensorFlow itself (markers registered in setup.cfg):
   ops, tf.data pipelines, packers, windows) whose result cannot depend on the Keras backend;
   it runs once, in the TensorFlow process.
 
+* `own_processes`: starts subprocesses with the backend each needs, so it runs once, from the
+  process whose backend is $KBS_OWN_PROCESSES_BACKEND (default tensorflow; `make test` names
+  torch, the process that finishes first, to even out the three).
+
 Marked tests are skipped outside the TensorFlow process with a reason naming the need.
 Pure-Python tests (file readers, recipe parsing, metrics on numpy, CLI errors) and tests
 that run a Keras model carry no marker and run on all three backends.
 """
 
+
+import os
 
 import keras
 import numpy as np
@@ -30,15 +36,21 @@ TENSORFLOW_NEEDS = {
     "needs_tf_graph": "tests TensorFlow graph code whose result cannot depend on the Keras backend; "
     "runs once, in the TensorFlow process",
     "needs_tf_distribute": "needs a tf.distribute strategy (TensorFlow backend)",
-    "own_processes": "starts its own processes with the backend each needs; runs once, from the "
-    "TensorFlow process",
 }
+OWN_PROCESSES_BACKEND = os.environ.get("KBS_OWN_PROCESSES_BACKEND", "tensorflow")
 
 
 def pytest_collection_modifyitems(config, items):
-    if keras.backend.backend() == "tensorflow":
-        return
+    backend = keras.backend.backend()
     for item in items:
+        if item.get_closest_marker("own_processes") and backend != OWN_PROCESSES_BACKEND:
+            item.add_marker(pytest.mark.skip(
+                reason="own_processes: starts its own processes with the backend each needs; "
+                f"runs once, from the KERAS_BACKEND={OWN_PROCESSES_BACKEND} process "
+                "(KBS_OWN_PROCESSES_BACKEND)"))
+            continue
+        if backend == "tensorflow":
+            continue
         needs = [name for name in TENSORFLOW_NEEDS if item.get_closest_marker(name)]
         if not needs:
             continue

@@ -11,6 +11,7 @@ import pytest
 from keras_bert_suite import BertEncoder, BertPretrainer
 from keras_bert_suite.training import create_optimizer
 from tests.conftest import to_numpy
+from tests.numerics import assert_close
 from tests.tiny_pretraining import (
     RUN_EAGERLY,
     TINY,
@@ -112,7 +113,7 @@ def test_keras_round_trip_keeps_the_tie(tmp_path):
     assert restored.optimizer.get_config() == pretrainer.optimizer.get_config()
     assert restored.masked_lm_head.token_embedding is restored.encoder.token_embedding
     for name, value in pretrainer(x).items():
-        np.testing.assert_allclose(to_numpy(restored(x)[name]), to_numpy(value), atol=1e-6)
+        assert_close(restored(x)[name], value, err_msg=name)
 
     # The saved model weights hold the [V, H] matrix once.
     with zipfile.ZipFile(path) as archive:
@@ -142,8 +143,7 @@ def test_preset_round_trip_carries_the_heads(tmp_path):
         assert set(restored.weight_map()) == set(pretrainer.weight_map())
         assert {"mlm/output_bias", "nsp/kernel"} <= set(restored.weight_map())
         for name, value in pretrainer(x).items():
-            np.testing.assert_allclose(to_numpy(restored(x)[name]), to_numpy(value),
-                                       rtol=1e-6, atol=1e-6)
+            assert_close(restored(x)[name], value, err_msg=name)
 
 
 def test_checkpoint_without_heads_warns(tmp_path, caplog):

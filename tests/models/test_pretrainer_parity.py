@@ -1,5 +1,5 @@
 """BertPretrainer loaded from a transformers.BertForPreTraining checkpoint (Hugging Face and
-original Google layouts) gives its MLM and NSP logits (<= 1e-4), on every backend."""
+original Google layouts) gives its MLM and NSP logits (rtol 1e-4), on every backend."""
 
 import numpy as np
 import pytest
@@ -10,9 +10,9 @@ from tests.checkpoints.checkpoint_writers import (
     google_variables,
     write_google_dir,
 )
-from tests.conftest import to_numpy
+from tests.minilm_reference import PARITY_ATOL, PARITY_RTOL
+from tests.numerics import assert_close
 
-TOLERANCE = 1e-4
 MASK_POSITIONS = np.array([[1, 4, 7], [2, 3, 6]], "int32")  # [B, P], real tokens only
 
 
@@ -82,5 +82,5 @@ def test_logits_match_transformers(layout, reference, tmp_path):
     pretrainer = BertPretrainer.from_preset(directory)
     outputs = pretrainer(reference["inputs"])
     for name in ("mlm_logits", "nsp_logits"):
-        difference = np.abs(to_numpy(outputs[name]) - reference[name]).max()
-        assert difference <= TOLERANCE, f"{layout} {name} differs by {difference:.2e}"
+        assert_close(outputs[name], reference[name], rtol=PARITY_RTOL, atol=PARITY_ATOL,
+                     err_msg=f"{layout} {name}")

@@ -14,7 +14,8 @@ from keras_bert_suite import (
     BertTokenClassifier)
 from keras_bert_suite.tasks.feature_extractor.model import LAYER_CHOICES
 from tests.conftest import to_numpy
-from tests.minilm_reference import PARITY_TOLERANCE, reference
+from tests.minilm_reference import PARITY_ATOL, PARITY_RTOL, reference
+from tests.numerics import assert_close
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -58,7 +59,7 @@ def _assert_close(ours, theirs, real=None):
     assert ours.shape == theirs.shape
     if real is not None:  # compare real (non-padding) positions only
         ours, theirs = ours[real], theirs[real]
-    assert np.abs(ours - theirs).max() <= PARITY_TOLERANCE, np.abs(ours - theirs).max()
+    assert_close(ours, theirs, rtol=PARITY_RTOL, atol=PARITY_ATOL)
 
 
 def test_sequence_classification(encoder, inputs, minilm_dir):

@@ -220,9 +220,9 @@ def test_mirrored_two_cpus_step_equals_one_device_and_the_runner_trains(tmp_path
     assert result["replicas"] == 2 and result["devices"][1].endswith("CPU:1")
     assert result["moved"] > 1e-4  # the step changed the weights
     # Same global batch, one device vs 2 replicas, global-norm clipping active: equal.
-    assert result["ours_difference"] < 1e-6
+    assert result["ours_difference"] <= 1  # in units of assert_close's rtol/atol
     # Keras' own AdamW clips each replica's half-gradient separately: not equal.
-    assert result["stock_difference"] > 1e-5
+    assert result["stock_difference"] > 10
     assert (result["pretraining_step"], result["pretraining_replicas"]) == (4, 2)
     assert os.path.exists(tmp_path / "run" / "pretrainer.keras")
     # Fine-tuning on the same replicas: 2 updates, then every evaluation example scored.
