@@ -27,6 +27,7 @@ _PUBLIC = {
     "SegmentPacker": "keras_bert_suite.text",
     "learn_vocabulary": "keras_bert_suite.text",
     "load_model": "keras_bert_suite.tasks",
+    "save_huggingface": "keras_bert_suite.models.to_huggingface",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -20,8 +20,17 @@ def _demo(args):
 
 
 def _convert(args):
-    from keras_bert_suite import BertEncoder
     from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+
+    if args.to == "huggingface":
+        from keras_bert_suite.models.to_huggingface import save_huggingface
+
+        model, vocabulary, lowercase = _model_to_convert(args.checkpoint)
+        save_huggingface(model, args.output, vocabulary=vocabulary, lowercase=lowercase)
+        print(f"Wrote {type(model).__name__} {args.checkpoint} -> {args.output} "
+              f"(Hugging Face transformers directory)")
+        return
+    from keras_bert_suite import BertEncoder
     from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
 
     checkpoint = resolve_checkpoint(args.checkpoint)  # read once: config, weights and vocab
@@ -29,6 +38,36 @@ def _convert(args):
     encoder.save_preset(args.output, vocabulary=checkpoint.vocabulary_path,
                         lowercase=checkpoint.lowercase)
     print(f"Converted {checkpoint.format} checkpoint {args.checkpoint} -> {args.output}")
+
+
+def _model_to_convert(source):
+    """(model, vocabulary, lowercase) for `kbs convert --to huggingface`: a `.keras` file or a
+    task preset (task.json) gives its task model; a checkpoint with pretraining heads a
+    BertPretrainer; any other checkpoint its encoder."""
+    from keras_bert_suite import BertEncoder, BertPretrainer
+    from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+    from keras_bert_suite.tasks import TASK_MODELS, import_task_models, load_model
+    from keras_bert_suite.tasks.task import TASK_CONFIG_FILE
+
+    if str(source).endswith(".keras"):
+        return load_model(source), None, None
+    task_file = os.path.join(str(source), TASK_CONFIG_FILE)
+    if os.path.isfile(task_file):
+        with open(task_file) as f:
+            class_name = json.load(f).get("class_name")
+        if class_name in TASK_MODELS:
+            return import_task_models()[class_name].from_preset(source), None, None
+    from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
+
+    checkpoint = resolve_checkpoint(source)
+    tokens = checkpoint.vocabulary_path
+    vocabulary = open(tokens, encoding="utf-8").read().splitlines() if tokens else None
+    if "mlm/output_bias" in checkpoint.weights:  # reads the heads as well
+        model = BertPretrainer.from_preset(
+            source, next_sentence_prediction="nsp/kernel" in checkpoint.weights)
+    else:
+        model = encoder_from_checkpoint(BertEncoder, checkpoint, source)
+    return model, vocabulary, checkpoint.lowercase
 
 
 def _tokenize(args):
@@ -127,9 +166,15 @@ def build_parser():
     demo.set_defaults(run=_demo)
 
     convert = commands.add_parser(
-        "convert", help="convert a Hugging Face / Google BERT / KerasHub checkpoint to a preset dir")
-    convert.add_argument("checkpoint", help="checkpoint directory or built-in preset name")
+        "convert", help="convert a checkpoint to a preset dir, or a model to Hugging Face")
+    convert.add_argument("checkpoint", help="checkpoint directory, built-in preset name, task "
+                         "preset directory or .keras file")
     convert.add_argument("output", help="directory to write")
+    convert.add_argument("--to", choices=["preset", "huggingface"], default="preset",
+                         help="preset: our preset directory (any checkpoint's encoder); "
+                         "huggingface: a transformers directory (config.json, "
+                         "model.safetensors, tokenizer files) of the encoder, the pretraining "
+                         "heads or a task model")
     convert.set_defaults(run=_convert)
 
     tokenize = commands.add_parser("tokenize", help="print WordPiece ids (text args or stdin lines)")

@@ -41,8 +41,14 @@ _QKV = ("query", "key", "value")
 
 
 def encoder_weights(config, adapter):
-    """{canonical encoder weight name: array} read through `adapter`."""
-    return _read(weight_table.encoder_weights(config), adapter)
+    """{canonical encoder weight name: array} read through `adapter`. The pooler may be
+    absent: transformers' token-classification, question-answering and masked-LM models have
+    none (the encoder then keeps its initial pooler; see `encoder_from_checkpoint`)."""
+    table = weight_table.encoder_weights(config)
+    pooler = [weight for weight in table if weight.name.startswith("pooler/")]
+    if not adapter.has(*_location(pooler[0])):
+        table = [weight for weight in table if weight not in pooler]
+    return _read(table, adapter)
 
 
 def head_weights(config, adapter):
@@ -84,3 +90,23 @@ def _stacked_qkv(adapter, path, variable, shape):
     hidden = int(np.prod(shape[1:]))  # 3 x [H] -> [3, N, Dh]
     return np.stack([adapter.get(f"{path}.{part}", variable, (hidden,))
                      for part in _QKV]).reshape(shape)
+
+
+def write_weights(weights, config, adapter):
+    """The inverse of reading: every canonical weight in `weights` (the encoder's, and a head's
+    when all of it is there) goes to `adapter.put(path, variable, value)` in BERT's module tree,
+    our one qkv projection split into BERT's query, key and value."""
+    tables = [weight_table.encoder_weights(config)]
+    tables += [weight_table.head_weights(head, config) for head in weight_table.HEAD_WEIGHTS
+               if weight_table.head_weights(head, config)[0].name in weights]
+    for weight in (weight for table in tables for weight in table):
+        path, variable = _location(weight)
+        value = np.asarray(weights[weight.name])
+        if not path.endswith(".attention.self"):
+            adapter.put(path, variable, value)
+            continue
+        hidden = int(np.prod(weight.shape[-2:]))  # N * Dh
+        parts = (value.reshape(-1, 3, hidden).transpose(1, 0, 2) if variable == "kernel"
+                 else value.reshape(3, hidden))  # 3 x [H, H] kernels or 3 x [H] biases
+        for part, array in zip(_QKV, parts):
+            adapter.put(f"{path}.{part}", variable, np.ascontiguousarray(array))

@@ -20,8 +20,20 @@ def encoder_from_checkpoint(cls, checkpoint, preset, load_weights=True, **overri
     resolve once and share it); `overrides` replace config values."""
     encoder = cls(**{**checkpoint.config, **overrides})
     if checkpoint.weights is not None:
-        encoder.load_weight_map(checkpoint.weights)
+        weights = checkpoint.weights
+        if "pooler/kernel" not in weights:  # e.g. a transformers BertForTokenClassification
+            logger.warning("Preset '%s' has no pooler weights: the pooler is randomly "
+                           "initialised (only [CLS]-pooling heads read it).", preset)
+            weights = {**_pooler_values(encoder), **weights}
+        encoder.load_weight_map(weights)
     elif load_weights:
         logger.warning(
             "Preset '%s' is an architecture only: the encoder is randomly initialised.", preset)
     return encoder
+
+
+def _pooler_values(encoder):
+    import keras
+
+    return {name: keras.ops.convert_to_numpy(variable)
+            for name, variable in encoder.weight_map().items() if name.startswith("pooler/")}
