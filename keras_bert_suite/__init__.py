@@ -27,7 +27,8 @@ _PUBLIC = {
     "SegmentPacker": "keras_bert_suite.text",
     "learn_vocabulary": "keras_bert_suite.text",
     "load_model": "keras_bert_suite.tasks",
-    "save_huggingface": "keras_bert_suite.models.to_huggingface",
+    "save_google_bert": "keras_bert_suite.models.to_checkpoint",
+    "save_huggingface": "keras_bert_suite.models.to_checkpoint",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -22,13 +22,18 @@ def _demo(args):
 def _convert(args):
     from keras_bert_suite.checkpoints.presets import resolve_checkpoint
 
-    if args.to == "huggingface":
-        from keras_bert_suite.models.to_huggingface import save_huggingface
+    if args.to in ("huggingface", "google"):
+        from keras_bert_suite.models import to_checkpoint
 
         model, vocabulary, lowercase = _model_to_convert(args.checkpoint)
-        save_huggingface(model, args.output, vocabulary=vocabulary, lowercase=lowercase)
+        if args.to == "huggingface":
+            to_checkpoint.save_huggingface(model, args.output, vocabulary=vocabulary,
+                                           lowercase=lowercase)
+        else:
+            to_checkpoint.save_google_bert(model, args.output, vocabulary=vocabulary)
         print(f"Wrote {type(model).__name__} {args.checkpoint} -> {args.output} "
-              f"(Hugging Face transformers directory)")
+              f"({'Hugging Face transformers' if args.to == 'huggingface' else 'Google BERT'} "
+              f"checkpoint)")
         return
     from keras_bert_suite import BertEncoder
     from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
@@ -41,7 +46,7 @@ def _convert(args):
 
 
 def _model_to_convert(source):
-    """(model, vocabulary, lowercase) for `kbs convert --to huggingface`: a `.keras` file or a
+    """(model, vocabulary, lowercase) for `kbs convert --to huggingface|google`: a `.keras` file or a
     task preset (task.json) gives its task model; a checkpoint with pretraining heads a
     BertPretrainer; any other checkpoint its encoder."""
     from keras_bert_suite import BertEncoder, BertPretrainer
@@ -170,11 +175,13 @@ def build_parser():
     convert.add_argument("checkpoint", help="checkpoint directory, built-in preset name, task "
                          "preset directory or .keras file")
     convert.add_argument("output", help="directory to write")
-    convert.add_argument("--to", choices=["preset", "huggingface"], default="preset",
+    convert.add_argument("--to", choices=["preset", "huggingface", "google"], default="preset",
                          help="preset: our preset directory (any checkpoint's encoder); "
                          "huggingface: a transformers directory (config.json, "
                          "model.safetensors, tokenizer files) of the encoder, the pretraining "
-                         "heads or a task model")
+                         "heads or a task model; google: an original BERT checkpoint "
+                         "(bert_config.json, bert_model.ckpt, vocab.txt) of the encoder and "
+                         "the pretraining heads")
     convert.set_defaults(run=_convert)
 
     tokenize = commands.add_parser("tokenize", help="print WordPiece ids (text args or stdin lines)")
