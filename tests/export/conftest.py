@@ -37,6 +37,33 @@ def real_sentences(sotu_files):
     return sentences, long_text
 
 
+def small(task_class, **arguments):
+    """A task on the random small BERT, its preprocessor at SEQUENCE_LENGTH."""
+    return task_class.from_preset(PRESET, load_weights=False, sequence_length=SEQUENCE_LENGTH,
+                                  **arguments)
+
+
+def small_task_models():
+    """The models both export suites serve: every task head (and a pair regression) on the
+    small BERT, and the bare encoder."""
+    from keras_bert_suite import (
+        BertClassifier, BertEncoder, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier)
+    from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
+
+    return {
+        "classifier": small(BertClassifier, num_classes=2, label_names=SENTIMENT),
+        "pair_regression": small(BertClassifier, num_classes=1),  # STS-B style
+        # windows of 32 - 3 - question pieces, a new one every 10 (run_squad's rule)
+        "span_labeler": BertSpanLabeler.from_preset(
+            PRESET, load_weights=False, preprocessor=SpanLabelerPreprocessor.from_preset(
+                PRESET, sequence_length=SEQUENCE_LENGTH, doc_stride=10)),
+        "token_classifier": small(BertTokenClassifier, num_classes=len(NER_TAGS),
+                                  label_names=NER_TAGS),
+        "multiple_choice": small(BertMultipleChoice, num_choices=4),
+        "encoder": BertEncoder.from_preset(PRESET, load_weights=False),
+    }
+
+
 def as_strings(values):
     return np.array([v if isinstance(v, bytes) else v.encode("utf-8") for v in values], object)
 

@@ -12,15 +12,13 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_suite import (
-    BertClassifier, BertEncoder, BertFeatureExtractor, BertMultipleChoice, BertPreprocessor,
-    BertSpanLabeler, BertTokenClassifier)
+from keras_bert_suite import BertFeatureExtractor, BertPreprocessor
 from keras_bert_suite.export import export_saved_model, unservable_ops
 from keras_bert_suite.export.op_check import saved_model_ops
-from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 from tests.conftest import to_numpy
 from tests.export.conftest import (
-    AWKWARD_TEXTS, NER_TAGS, PRESET, SENTIMENT, SEQUENCE_LENGTH, as_strings, run_on_serving_host)
+    AWKWARD_TEXTS, PRESET, SENTIMENT, SEQUENCE_LENGTH, as_strings, run_on_serving_host,
+    small, small_task_models)
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() == "tensorflow",
                                 reason="TensorFlow exports directly (test_task_exports.py)")
@@ -29,11 +27,6 @@ pytestmark = pytest.mark.skipif(keras.backend.backend() == "tensorflow",
 RTOL, ATOL = 1e-4, 1e-5
 NAMES = ["classifier", "pair_regression", "span_labeler", "token_classifier",
          "multiple_choice", "feature_extractor", "encoder"]
-
-
-def small(task_class, **arguments):
-    return task_class.from_preset(PRESET, load_weights=False, sequence_length=SEQUENCE_LENGTH,
-                                  **arguments)
 
 
 def _decoded(texts):
@@ -46,19 +39,8 @@ def served(tmp_path_factory, real_sentences):
     sentences, long_text = real_sentences
     texts = as_strings(sentences + AWKWARD_TEXTS)
     base = str(tmp_path_factory.mktemp("saved_models"))
-    models = {
-        "classifier": small(BertClassifier, num_classes=2, label_names=SENTIMENT),
-        "pair_regression": small(BertClassifier, num_classes=1),
-        # windows of 32 - 3 - question pieces, a new one every 10: several per context
-        "span_labeler": BertSpanLabeler.from_preset(
-            PRESET, load_weights=False, preprocessor=SpanLabelerPreprocessor.from_preset(
-                PRESET, sequence_length=SEQUENCE_LENGTH, doc_stride=10)),
-        "token_classifier": small(BertTokenClassifier, num_classes=len(NER_TAGS),
-                                  label_names=NER_TAGS),
-        "multiple_choice": small(BertMultipleChoice, num_choices=4),
-        "feature_extractor": small(BertFeatureExtractor, pooling="mean", normalize=True),
-        "encoder": BertEncoder.from_preset(PRESET, load_weights=False),
-    }
+    models = {**small_task_models(),
+              "feature_extractor": small(BertFeatureExtractor, pooling="mean", normalize=True)}
     encoder_preprocessor = BertPreprocessor.from_preset(PRESET, sequence_length=SEQUENCE_LENGTH)
     paths, export_errors = {}, {}
     for name, model in models.items():

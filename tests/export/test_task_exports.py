@@ -14,18 +14,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_suite import (
-    BertClassifier, BertEncoder, BertFeatureExtractor, BertMultipleChoice, BertPreprocessor,
-    BertSpanLabeler, BertTokenClassifier, cli)
+from keras_bert_suite import BertClassifier, BertFeatureExtractor, BertPreprocessor, cli
 from keras_bert_suite.export import export_saved_model, unservable_ops
 from keras_bert_suite.export.op_check import saved_model_ops
 from keras_bert_suite.export.warmup import read_warmup_requests
 from keras_bert_suite.tasks.span_labeler.postprocessor import NO_ANSWER_SCORE
-from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 from tests.conftest import to_numpy
 from tests.export import references
 from tests.export.conftest import (
-    AWKWARD_TEXTS, NER_TAGS, PRESET, SENTIMENT, SEQUENCE_LENGTH, as_strings, run_on_serving_host)
+    AWKWARD_TEXTS, NER_TAGS, PRESET, SENTIMENT, SEQUENCE_LENGTH, as_strings, run_on_serving_host,
+    small_task_models)
 
 pytestmark = pytest.mark.needs_savedmodel(
     reason="direct export runs under TensorFlow; other backends: test_reexport.py")
@@ -37,11 +35,6 @@ NAMES = ["classifier", "pair_regression", "span_labeler", "token_classifier",
          "multiple_choice", "encoder", "minilm"]
 LONG = 6  # index of the long text in `texts`: 100,000 characters, 10,000 for the windowed tasks
 WINDOWED_LENGTH = 10_000  # ~200 span windows / ~100 tagging chunks: every code path, less CPU
-
-
-def small(task_class, **arguments):
-    return task_class.from_preset(PRESET, load_weights=False, sequence_length=SEQUENCE_LENGTH,
-                                  **arguments)
 
 
 def export_with_kbs(model, base, name, work_dir):
@@ -61,16 +54,7 @@ def served(tmp_path_factory, real_sentences):
     sentences, long_text = real_sentences
     texts = as_strings(sentences + [long_text] + AWKWARD_TEXTS)
     models = {
-        "classifier": small(BertClassifier, num_classes=2, label_names=SENTIMENT),
-        "pair_regression": small(BertClassifier, num_classes=1),  # STS-B style
-        # windows of 32 - 3 - 9 question pieces, a new one every 10 (run_squad's rule)
-        "span_labeler": BertSpanLabeler.from_preset(
-            PRESET, load_weights=False, preprocessor=SpanLabelerPreprocessor.from_preset(
-                PRESET, sequence_length=SEQUENCE_LENGTH, doc_stride=10)),
-        "token_classifier": small(BertTokenClassifier, num_classes=len(NER_TAGS),
-                                  label_names=NER_TAGS),
-        "multiple_choice": small(BertMultipleChoice, num_choices=4),
-        "encoder": BertEncoder.from_preset(PRESET, load_weights=False),
+        **small_task_models(),
         # Real weights, used as sentence-transformers uses all-MiniLM-L6-v2.
         "minilm": BertFeatureExtractor.from_preset("minilm_l6_h384_uncased", pooling="mean",
                                                    normalize=True, sequence_length=64),
