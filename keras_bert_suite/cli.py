@@ -49,24 +49,25 @@ def _model_to_convert(source):
     """(model, vocabulary, lowercase) for `kbs convert --to huggingface|google`: a `.keras` file or a
     task preset (task.json) gives its task model; a checkpoint with pretraining heads a
     BertPretrainer; any other checkpoint its encoder."""
+    import keras
+
     from keras_bert_suite import BertEncoder, BertPretrainer
     from keras_bert_suite.checkpoints.presets import resolve_checkpoint
-    from keras_bert_suite.tasks import TASK_MODELS, import_task_models, load_model
-    from keras_bert_suite.tasks.task import TASK_CONFIG_FILE
+    from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
+    from keras_bert_suite.tasks import import_task_models, load_model
+    from keras_bert_suite.tasks.task import BertTask, _saved_task
+    from keras_bert_suite.text.vocab_io import load_vocabulary
 
     if str(source).endswith(".keras"):
         return load_model(source), None, None
-    task_file = os.path.join(str(source), TASK_CONFIG_FILE)
-    if os.path.isfile(task_file):
-        with open(task_file) as f:
-            class_name = json.load(f).get("class_name")
-        if class_name in TASK_MODELS:
-            return import_task_models()[class_name].from_preset(source), None, None
-    from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
-
+    import_task_models()  # registers the classes a task.json names
+    saved = _saved_task(source, BertTask)
+    if saved is not None:
+        task_class = keras.saving.get_registered_object(saved["registered_name"])
+        return task_class.from_preset(source), None, None
     checkpoint = resolve_checkpoint(source)
-    tokens = checkpoint.vocabulary_path
-    vocabulary = open(tokens, encoding="utf-8").read().splitlines() if tokens else None
+    path = checkpoint.vocabulary_path
+    vocabulary = load_vocabulary(path) if path else None
     if "mlm/output_bias" in checkpoint.weights:  # reads the heads as well
         model = BertPretrainer.from_preset(
             source, next_sentence_prediction="nsp/kernel" in checkpoint.weights)

@@ -74,6 +74,19 @@ def minilm_dir():
     return packaged_checkpoint_dir("all-MiniLM-L6-v2")
 
 
+def alternating_reviews(per_class):
+    """2 * per_class Rotten Tomatoes sentences, alternately fresh (label 1) and rotten (0)."""
+    import bz2
+    import csv
+    import io
+
+    with bz2.open(corpora.fetch_rotten_tomatoes(), "rt", encoding="utf-8") as file:
+        rows = list(csv.DictReader(io.StringIO(file.read())))
+    fresh = [row["text"] for row in rows if row["category"] == "fresh"][:per_class]
+    rotten = [row["text"] for row in rows if row["category"] == "rotten"][:per_class]
+    return [text for pair in zip(fresh, rotten) for text in pair], np.tile([1, 0], per_class)
+
+
 def to_numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
 

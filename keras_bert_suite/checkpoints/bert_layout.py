@@ -97,8 +97,10 @@ def write_weights(weights, config, adapter):
     when all of it is there) goes to `adapter.put(path, variable, value)` in BERT's module tree,
     our one qkv projection split into BERT's query, key and value."""
     tables = [weight_table.encoder_weights(config)]
-    tables += [weight_table.head_weights(head, config) for head in weight_table.HEAD_WEIGHTS
-               if weight_table.head_weights(head, config)[0].name in weights]
+    for head in weight_table.HEAD_WEIGHTS:
+        table = weight_table.head_weights(head, config)
+        if table[0].name in weights:
+            tables.append(table)
     for weight in (weight for table in tables for weight in table):
         path, variable = _location(weight)
         value = np.asarray(weights[weight.name])

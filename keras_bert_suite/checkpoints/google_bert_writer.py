@@ -7,7 +7,6 @@ reader (`google_bert.py`) read it.
 The inverse of `google_bert.py`, through the same module tree (`bert_layout.MODULES`).
 """
 
-import json
 import os
 
 import numpy as np
@@ -15,6 +14,7 @@ import numpy as np
 from keras_bert_suite.checkpoints import bert_layout
 from keras_bert_suite.checkpoints.google_bert import CHECKPOINT_PREFIX, CONFIG_FILE
 from keras_bert_suite.checkpoints.huggingface_writer import huggingface_config
+from keras_bert_suite.checkpoints.preset_dir import write_json, write_vocabulary
 
 # modeling.py hard-wires this epsilon; bert_config.json has no key for another one.
 GOOGLE_LAYER_NORM_EPSILON = 1e-12
@@ -45,9 +45,7 @@ def write_google_bert(directory, config, weights, vocabulary=None):
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     bert_json = huggingface_config(config, "BertModel")
-    with open(os.path.join(directory, CONFIG_FILE), "w") as f:
-        json.dump({key: bert_json[key] for key in CONFIG_KEYS}, f, indent=2, sort_keys=True)
-        f.write("\n")
+    write_json(os.path.join(directory, CONFIG_FILE), {key: bert_json[key] for key in CONFIG_KEYS})
     variables = google_variables(config, weights)
     names = sorted(variables)
     # One shard, name-based, as tf.compat.v1.train.Saver wrote the released checkpoints.
@@ -55,8 +53,7 @@ def write_google_bert(directory, config, weights, vocabulary=None):
                       tensor_names=names, shape_and_slices=[""] * len(names),
                       tensors=[tf.constant(variables[name]) for name in names])
     if vocabulary is not None:
-        with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
-            f.writelines(f"{token}\n" for token in vocabulary)
+        write_vocabulary(os.path.join(directory, "vocab.txt"), vocabulary)
     return directory
 
 

@@ -6,12 +6,12 @@ The inverse of `huggingface.py`: the same module tree (`bert_layout.MODULES`), s
 way `transformers` names its state dict (`weight`/`bias`, Linear kernels [out, in]).
 """
 
-import json
 import os
 
 import numpy as np
 
 from keras_bert_suite.checkpoints import bert_layout
+from keras_bert_suite.checkpoints.preset_dir import write_json, write_vocabulary
 
 # Architectures whose encoder sits under `bert.`; BertModel's sits at the top level.
 ENCODER_PREFIX = {"BertModel": ""}
@@ -52,7 +52,7 @@ def huggingface_tensors(config, weights, architecture, head_tensors=None):
     bert_layout.write_weights(weights, config, adapter)
     tensors = adapter.tensors
     for name, value in (head_tensors or {}).items():
-        tensors[name] = np.ascontiguousarray(value, dtype=np.float32)
+        tensors[name] = _float32(value)
     return tensors
 
 
@@ -66,22 +66,16 @@ def write_huggingface(directory, config, weights, architecture, head_tensors=Non
     os.makedirs(directory, exist_ok=True)
     tensors = huggingface_tensors(config, weights, architecture, head_tensors)
     save_file(tensors, os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
-    _write_json(directory, "config.json", huggingface_config(config, architecture, **extra_config))
+    write_json(os.path.join(directory, "config.json"),
+               huggingface_config(config, architecture, **extra_config))
     if vocabulary is not None:
-        with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
-            f.writelines(f"{token}\n" for token in vocabulary)
-        _write_json(directory, "tokenizer_config.json", {
+        write_vocabulary(os.path.join(directory, "vocab.txt"), vocabulary)
+        write_json(os.path.join(directory, "tokenizer_config.json"), {
             "tokenizer_class": "BertTokenizer", "do_lower_case": bool(lowercase),
             "strip_accents": None, "tokenize_chinese_chars": True,
             "model_max_length": config["max_sequence_length"], **SPECIAL_TOKENS})
-        _write_json(directory, "special_tokens_map.json", SPECIAL_TOKENS)
+        write_json(os.path.join(directory, "special_tokens_map.json"), SPECIAL_TOKENS)
     return directory
-
-
-def _write_json(directory, name, value):
-    with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, sort_keys=True)
-        f.write("\n")
 
 
 class _Writer:

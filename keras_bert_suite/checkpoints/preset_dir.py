@@ -52,7 +52,7 @@ def save(directory, config, weight_map, vocabulary=None, lowercase=True):
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.", dir=parent)
     try:
-        _write_json(os.path.join(staging, CONFIG_FILE), {
+        write_json(os.path.join(staging, CONFIG_FILE), {
             "format": FORMAT_MARKER,
             "format_version": FORMAT_VERSION,
             "class_name": "BertEncoder",
@@ -61,8 +61,8 @@ def save(directory, config, weight_map, vocabulary=None, lowercase=True):
         np.savez(os.path.join(staging, WEIGHTS_FILE),
                  **{name: _to_numpy(value) for name, value in weight_map.items()})
         if vocabulary is not None:
-            _write_vocabulary(os.path.join(staging, VOCABULARY_FILE), vocabulary)
-        _write_json(os.path.join(staging, TOKENIZER_FILE), {"lowercase": bool(lowercase)})
+            write_vocabulary(os.path.join(staging, VOCABULARY_FILE), vocabulary)
+        write_json(os.path.join(staging, TOKENIZER_FILE), {"lowercase": bool(lowercase)})
         _move_into_place(staging, directory)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -147,7 +147,9 @@ def _to_numpy(value):
     return keras.ops.convert_to_numpy(value)
 
 
-def _write_vocabulary(path, vocabulary):
+def write_vocabulary(path, vocabulary):
+    """vocab.txt from a vocab.txt path (copied), a BertTokenizer or a token list (also used by
+    the Hugging Face and Google BERT writers)."""
     if isinstance(vocabulary, (str, os.PathLike)):
         shutil.copyfile(vocabulary, path)
         return
@@ -157,7 +159,7 @@ def _write_vocabulary(path, vocabulary):
         f.writelines(f"{token}\n" for token in vocabulary)
 
 
-def _write_json(path, value):
+def write_json(path, value):
     with open(path, "w") as f:
         json.dump(value, f, indent=2)
         f.write("\n")

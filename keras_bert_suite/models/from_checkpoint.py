@@ -5,6 +5,7 @@ format detection live in checkpoints/, which never imports models/)."""
 import logging
 
 from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+from keras_bert_suite.models import weight_names
 
 logger = logging.getLogger(__name__)
 
@@ -20,20 +21,14 @@ def encoder_from_checkpoint(cls, checkpoint, preset, load_weights=True, **overri
     resolve once and share it); `overrides` replace config values."""
     encoder = cls(**{**checkpoint.config, **overrides})
     if checkpoint.weights is not None:
-        weights = checkpoint.weights
-        if "pooler/kernel" not in weights:  # e.g. a transformers BertForTokenClassification
+        variables = encoder.weight_map()
+        if "pooler/kernel" not in checkpoint.weights:  # e.g. transformers' token classifier
             logger.warning("Preset '%s' has no pooler weights: the pooler is randomly "
                            "initialised (only [CLS]-pooling heads read it).", preset)
-            weights = {**_pooler_values(encoder), **weights}
-        encoder.load_weight_map(weights)
+            variables = {name: variable for name, variable in variables.items()
+                         if not name.startswith("pooler/")}
+        weight_names.assign(variables, checkpoint.weights, owner=cls.__name__)
     elif load_weights:
         logger.warning(
             "Preset '%s' is an architecture only: the encoder is randomly initialised.", preset)
     return encoder
-
-
-def _pooler_values(encoder):
-    import keras
-
-    return {name: keras.ops.convert_to_numpy(variable)
-            for name, variable in encoder.weight_map().items() if name.startswith("pooler/")}

@@ -5,10 +5,6 @@ task on real text, and `run_preset_test` from the real uncased vocabulary's pres
 Tiny random encoders over the real 30,522-token vocabulary keep this fast; expected shapes
 come from the arguments, expected numbers from NumPy."""
 
-import bz2
-import csv
-import io
-
 import keras
 import numpy as np
 import pytest
@@ -16,10 +12,10 @@ import pytest
 from keras_bert_suite import (
     BertClassifier, BertEncoder, BertFeatureExtractor, BertMultipleChoice, BertPreprocessor,
     BertPretrainer, BertSpanLabeler, BertTokenClassifier, BertTokenizer)
-from keras_bert_suite.data import corpora
 from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
 from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 from keras_bert_suite.tasks.token_classifier.preprocessor import TokenClassifierPreprocessor
+from tests.conftest import alternating_reviews
 from tests.harness import (
     assert_all_close, check_config_round_trip, run_layer_test, run_preset_test, run_task_test,
     to_numpy)
@@ -44,11 +40,7 @@ def tokenizer():
 @pytest.fixture(scope="module")
 def reviews():
     """8 Rotten Tomatoes sentences, alternately fresh (1) and rotten (0)."""
-    with bz2.open(corpora.fetch_rotten_tomatoes(), "rt", encoding="utf-8") as file:
-        rows = list(csv.DictReader(io.StringIO(file.read())))
-    fresh = [row["text"] for row in rows if row["category"] == "fresh"][:4]
-    rotten = [row["text"] for row in rows if row["category"] == "rotten"][:4]
-    return [text for pair in zip(fresh, rotten) for text in pair], np.tile([1, 0], 4)
+    return alternating_reviews(4)
 
 
 # === BertEncoder ===

@@ -5,9 +5,6 @@ itself across a `.keras` round trip; "training works" means `fit` lowers the los
 handful of real sentences. Parity with transformers is in test_task_parity.py.
 """
 
-import bz2
-import csv
-import io
 import os
 
 import keras
@@ -24,7 +21,7 @@ from keras_bert_suite.tasks.token_classifier.preprocessor import TokenClassifier
 from keras_bert_suite.training.losses import IGNORE_LABEL
 from keras_bert_suite.training import create_optimizer
 from keras_bert_suite.training.optimizers import AdamW
-from tests.conftest import to_numpy
+from tests.conftest import alternating_reviews, to_numpy
 from tests.numerics import assert_close
 from tests.tiny_pretraining import RUN_EAGERLY
 
@@ -51,12 +48,8 @@ def preprocessor():
 @pytest.fixture(scope="module")
 def reviews():
     """16 Rotten Tomatoes sentences, alternately fresh (1) and rotten (0)."""
-    with bz2.open(corpora.fetch_rotten_tomatoes(), "rt", encoding="utf-8") as file:
-        rows = list(csv.DictReader(io.StringIO(file.read())))
-    fresh = [row["text"] for row in rows if row["category"] == "fresh"][:8]
-    rotten = [row["text"] for row in rows if row["category"] == "rotten"][:8]
-    texts = [text for pair in zip(fresh, rotten) for text in pair]
-    return texts, np.tile([1, 0], 8).astype("int32")
+    texts, labels = alternating_reviews(8)
+    return texts, labels.astype("int32")
 
 
 def _compile(model, **kwargs):
