@@ -1,7 +1,8 @@
 """Checkpoint import/export: foreign formats -> (config, {canonical weight name: array}).
 
 Never imports `keras_bert_suite.models`; models ask this package for a `Checkpoint` and build
-themselves from it. One reader per format (preset_dir, huggingface, google_bert, keras_hub);
+themselves from it. One reader per format (preset_dir, huggingface, google_bert, model_garden,
+keras_hub);
 `load_checkpoint` detects which one a directory needs; `resolve_checkpoint` also takes the
 built-in preset names of `PRESETS`.
 """

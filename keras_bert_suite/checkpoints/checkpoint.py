@@ -13,7 +13,8 @@ class Checkpoint:
         them, use the `mlm/...` and `nsp/...` names.
     vocabulary_path: the checkpoint's vocab.txt, or None.
     lowercase: whether the vocabulary expects lower-cased, accent-stripped text.
-    format: "ours", "huggingface", "google_bert", "keras_hub" or "builtin".
+    format: "ours", "huggingface", "google_bert", "model_garden", "keras_hub" or
+        "builtin".
     """
 
     config: dict

@@ -3,24 +3,29 @@
 import json
 import os
 
-from keras_bert_suite.checkpoints import google_bert, huggingface, keras_hub, preset_dir
+from keras_bert_suite.checkpoints import (
+    google_bert, huggingface, keras_hub, model_garden, preset_dir)
 from keras_bert_suite.checkpoints.errors import UnknownCheckpointFormatError
 
 # Checked in this order: the two formats whose config.json carries an explicit marker come
-# before Hugging Face, whose config.json is recognised by its "model_type" key.
-READERS = (preset_dir, keras_hub, huggingface, google_bert)
+# before Hugging Face, whose config.json is recognised by its "model_type" key. Model Garden
+# and Google BERT directories look alike (bert_config.json + a checkpoint); Model Garden's
+# `matches` looks inside the checkpoint for TF2 object paths, and Google's takes the rest.
+READERS = (preset_dir, keras_hub, huggingface, model_garden, google_bert)
 
 
 def load_checkpoint(path, load_weights=True):
     """Reads a BERT checkpoint directory of any supported format into a `Checkpoint`.
 
-    `path` is a directory (ours, Hugging Face, original Google BERT or KerasHub preset) or the
-    prefix of a Google TensorFlow checkpoint (`.../bert_model.ckpt`). With
+    `path` is a directory (ours, Hugging Face, original Google BERT, TF Model Garden or KerasHub
+    preset) or the prefix of a TensorFlow checkpoint (`.../bert_model.ckpt`), TF1 (Google) or
+    TF2 (Model Garden), with bert_config.json beside it. With
     `load_weights=False` only the config, vocabulary and casing are read.
     """
     path = os.path.abspath(os.fspath(path))
     if not os.path.isdir(path) and os.path.exists(path + ".index"):
-        return google_bert.load(os.path.dirname(path), load_weights, checkpoint_prefix=path)
+        reader = model_garden if model_garden.is_object_based(path) else google_bert
+        return reader.load(os.path.dirname(path), load_weights, checkpoint_prefix=path)
     if not os.path.isdir(path):
         raise UnknownCheckpointFormatError(
             f"{path} is not a directory (or a TensorFlow checkpoint prefix).\n"

@@ -24,18 +24,26 @@ FILES_NEEDED = f"{CONFIG_FILE} + {CHECKPOINT_PREFIX}.index + {CHECKPOINT_PREFIX}
 
 
 def matches(directory, config_json):
+    # Model Garden's TF2 checkpoints look the same from outside: detect.READERS asks it first.
     return os.path.exists(os.path.join(directory, CONFIG_FILE))
 
 
 def load(directory, load_weights=True, checkpoint_prefix=None):
     """`checkpoint_prefix` picks one checkpoint (e.g. `.../model.ckpt-100000`) in `directory`."""
+    return load_directory(directory, _read_weights, "google_bert", load_weights, checkpoint_prefix)
+
+
+def load_directory(directory, read_weights, checkpoint_format, load_weights=True,
+                   checkpoint_prefix=None):
+    """What Google's TF1 and Model Garden's TF2 releases share: bert_config.json, vocab.txt and
+    a TensorFlow checkpoint, whose weights `read_weights(prefix, config, config_path)` reads."""
     config_path = os.path.join(directory, CONFIG_FILE)
     with open(config_path) as f:
         config = encoder_config(json.load(f), config_path)
     weights = None
     if load_weights:
-        prefix = checkpoint_prefix or _find_checkpoint_prefix(directory)
-        weights = _read_weights(prefix, config, config_path)
+        prefix = checkpoint_prefix or find_checkpoint_prefix(directory)
+        weights = read_weights(prefix, config, config_path)
     vocabulary_path = os.path.join(directory, "vocab.txt")
     has_vocabulary = os.path.exists(vocabulary_path)
     return Checkpoint(
@@ -43,7 +51,7 @@ def load(directory, load_weights=True, checkpoint_prefix=None):
         weights=weights,
         vocabulary_path=vocabulary_path if has_vocabulary else None,
         lowercase=_lowercase(directory, vocabulary_path if has_vocabulary else None),
-        format="google_bert",
+        format=checkpoint_format,
     )
 
 
@@ -54,6 +62,7 @@ def _read_weights(prefix, config, config_path):
     source = TensorSource(
         reader.get_variable_to_shape_map(), reader.get_tensor,
         where=f"checkpoint {prefix}", config_file=config_path)
+    source.check_layer_count(r"(?:^|/)encoder/layer_(\d+)/", config["num_layers"])
     weights = bert_layout.encoder_weights(config, _Adapter(source, "bert/"))
     weights.update(bert_layout.head_weights(config, _Adapter(source, "")))  # `cls/...`
     return weights
@@ -82,7 +91,7 @@ class _Adapter:
         return self.source.get(self._name(path, variable), shape)
 
 
-def _find_checkpoint_prefix(directory):
+def find_checkpoint_prefix(directory):
     """bert_model.ckpt as released; else the `checkpoint` file's latest; else the only one."""
     import tensorflow as tf
 

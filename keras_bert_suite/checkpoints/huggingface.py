@@ -52,6 +52,7 @@ def load(directory, load_weights=True):
 
 def _read_weights(directory, config, config_path):
     source = _open_weights(directory, config_path)
+    source.check_layer_count(r"(?:^|\.)encoder\.layer\.(\d+)\.", config["num_layers"])
     prefix = "bert." if "bert.embeddings.word_embeddings.weight" in source else ""
     weights = bert_layout.encoder_weights(config, _Adapter(source, prefix))
     # The `cls.` modules (MLM / NSP heads) are never under the `bert.` prefix.

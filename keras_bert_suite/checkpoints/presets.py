@@ -113,7 +113,7 @@ def unknown_preset_message(name):
     if closest:
         lines.append(f"Did you mean the built-in preset {closest[0]!r}?")
     lines.append(f"Built-in presets (`kbs presets` describes them): {', '.join(PRESETS)}.")
-    lines.append("A path must be a directory in one of these formats (a Google BERT checkpoint "
-                 "may also be named by its prefix, .../bert_model.ckpt):")
+    lines.append("A path must be a directory in one of these formats (a Google BERT or Model "
+                 "Garden checkpoint may also be named by its prefix, .../bert_model.ckpt):")
     lines.append(format_list())
     return "\n".join(lines)

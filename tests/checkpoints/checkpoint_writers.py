@@ -130,3 +130,102 @@ def bert_config_json(hf_config):
             "initializer_range", "intermediate_size", "max_position_embeddings",
             "num_attention_heads", "num_hidden_layers", "type_vocab_size", "vocab_size")
     return {key: hf_config[key] for key in keys}
+
+
+# === TF Model Garden (TF2, object-based) checkpoints, written by Model Garden's own tools ===
+
+OBJECT_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def write_model_garden_dir(directory, model, vocabulary_path=None, pretrainer=False,
+                           released_layout=True):
+    """`model` (ours) as a Model Garden TF2 checkpoint directory: exported to the original BERT
+    layout, then converted by Model Garden's tf2_bert_encoder_checkpoint_converter, with
+    bert_config.json (and vocab.txt) beside it. `pretrainer`: a BertPretrainerV2 checkpoint
+    (encoder + masked-LM head). `released_layout`: renamed to bert_model.ckpt.* as the v3
+    releases ship it; else as the converter leaves it (`model-1.*` + a `checkpoint` file)."""
+    import glob
+    import shutil
+    import tempfile
+
+    from official.legacy.bert import configs
+    from official.nlp.tools import tf2_bert_encoder_checkpoint_converter as converter
+
+    from keras_bert_suite import save_google_bert
+
+    os.makedirs(directory, exist_ok=True)
+    with tempfile.TemporaryDirectory() as original:
+        save_google_bert(model, original)
+        config_path = shutil.copy(os.path.join(original, "bert_config.json"), directory)
+        # The converter's own names: `encoder` for an encoder, `model` for a pretrainer
+        # (whose checkpoint_items already hold `encoder` and `masked_lm`).
+        converter.convert_checkpoint(
+            configs.BertConfig.from_json_file(config_path), os.path.join(directory, "model"),
+            os.path.join(original, "bert_model.ckpt"),
+            checkpoint_model_name="model" if pretrainer else "encoder",
+            converted_model="pretrainer" if pretrainer else "encoder")
+    if vocabulary_path:
+        shutil.copyfile(vocabulary_path, os.path.join(directory, "vocab.txt"))
+    if released_layout:
+        os.remove(os.path.join(directory, "checkpoint"))
+        for path in glob.glob(os.path.join(directory, "model-1.*")):
+            suffix = os.path.basename(path)[len("model-1"):]  # .index, .data-00000-of-00001
+            os.rename(path, os.path.join(directory, "bert_model.ckpt" + suffix))
+    return str(directory)
+
+
+def object_checkpoint_variables(prefix):
+    """{key: array} of an object-based checkpoint's variables (no object graph, no counter)."""
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(prefix)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if name.endswith(OBJECT_SUFFIX) and not name.startswith("save_counter/")}
+
+
+def write_object_checkpoint(prefix, variables):
+    """{key: array} written as an object-based checkpoint with exactly those keys: each key's
+    object path (`encoder/layer_with_weights-4/_output_dense/kernel`) is rebuilt from plain
+    tf.Modules, so that broken variants of a real checkpoint are cheap to make. Local names
+    must not need TensorFlow's escaping (no `/` or `.` inside one)."""
+    import tensorflow as tf
+
+    nodes = {(): tf.Module()}
+    for key, value in variables.items():
+        *path, leaf = key[: -len(OBJECT_SUFFIX)].split("/")
+        for depth in range(1, len(path) + 1):
+            if tuple(path[:depth]) not in nodes:
+                nodes[tuple(path[:depth])] = tf.Module()
+                setattr(nodes[tuple(path[:depth - 1])], path[depth - 1],
+                        nodes[tuple(path[:depth])])
+        setattr(nodes[tuple(path)], leaf, tf.Variable(value))
+    return tf.train.Checkpoint(root=nodes[()]).write(prefix)
+
+
+def model_garden_encoder(bert_config, exact_gelu=True):
+    """Model Garden's BertEncoder as its converter builds it for `bert_config` (a
+    configs.BertConfig), optionally with the exact GELU: Model Garden's "gelu" is the tanh
+    approximation (~4e-3 off on MiniLM, as KerasHub's), BERT's and ours the exact one."""
+    from official.nlp.tools import tf2_bert_encoder_checkpoint_converter as converter
+
+    if not exact_gelu:
+        return converter._create_bert_model(bert_config)
+    import tensorflow as tf
+    from official.modeling import tf_utils
+
+    original = tf_utils.get_activation
+    tf_utils.get_activation = lambda name: lambda x: tf.nn.gelu(x, approximate=False)
+    try:
+        return converter._create_bert_model(bert_config)
+    finally:
+        tf_utils.get_activation = original
+
+
+def run_model_garden_encoder(encoder, inputs):
+    """{"sequence_output", "pooled_output"} (numpy) of a Model Garden encoder on our inputs."""
+    outputs = encoder({"input_word_ids": inputs["token_ids"],
+                       "input_mask": inputs["padding_mask"],
+                       "input_type_ids": inputs["segment_ids"]})
+    if not isinstance(outputs, dict):  # the legacy network answers [sequence, pooled]
+        outputs = dict(zip(("sequence_output", "pooled_output"), outputs))
+    return {name: outputs[name].numpy() for name in ("sequence_output", "pooled_output")}

@@ -21,7 +21,8 @@ def test_unknown_directory_lists_the_formats_and_their_files(tmp_path):
                      "KerasHub BertBackbone preset", "model.weights.h5",
                      "Hugging Face BERT directory", "model.safetensors", "pytorch_model.bin",
                      "original Google BERT checkpoint", "bert_config.json",
-                     "bert_model.ckpt.index"):
+                     "bert_model.ckpt.index", "TF Model Garden TF2 BERT checkpoint",
+                     "object-based TF2 checkpoint"):
         assert expected in message
 
 

@@ -10,7 +10,9 @@ import pytest
 
 from keras_bert_suite import BertClassifier, BertEncoder, BertPretrainer, save_google_bert
 from keras_bert_suite.cli import main as kbs
-from tests.checkpoints.checkpoint_writers import bert_config_json, google_variables
+from tests.checkpoints.checkpoint_writers import (
+    bert_config_json, google_variables, model_garden_encoder, run_model_garden_encoder,
+    write_model_garden_dir)
 from tests.conftest import to_numpy
 from tests.minilm_reference import assert_matches_reference, reference
 from tests.numerics import assert_close
@@ -93,46 +95,24 @@ def test_model_garden_converter_reads_it_and_computes_our_numbers(tmp_path, mini
     """Model Garden's tf2_bert_encoder_checkpoint_converter turns our export into its TF2
     BertEncoder checkpoint; that encoder, restored, gives transformers' (and our) outputs."""
     tf = pytest.importorskip("tensorflow")
-    converter = pytest.importorskip("official.nlp.tools.tf2_bert_encoder_checkpoint_converter")
+    pytest.importorskip("official.nlp.tools.tf2_bert_encoder_checkpoint_converter")
     from official.legacy.bert import configs
 
-    path = save_google_bert(BertEncoder.from_preset(PRESET), tmp_path / "google")
+    path = write_model_garden_dir(tmp_path / "garden", BertEncoder.from_preset(PRESET),
+                                  released_layout=False)
     bert_config = configs.BertConfig.from_json_file(os.path.join(path, "bert_config.json"))
-    output = str(tmp_path / "garden" / "encoder")
-    converter.convert_checkpoint(bert_config, output, os.path.join(path, "bert_model.ckpt"),
-                                 checkpoint_model_name="encoder", converted_model="encoder")
-    # Model Garden's "gelu" is the tanh approximation (~4e-3 off on MiniLM, as KerasHub's);
-    # with the exact GELU that BERT and we compute, only the weights can differ.
+    # Model Garden's "gelu" is the tanh approximation (see model_garden_encoder); with the
+    # exact GELU that BERT and we compute, only the weights can differ.
     expected = reference(minilm_dir)
     inputs = expected["inputs"]
     for exact_gelu in (False, True):
-        garden = _garden_encoder(converter, bert_config, exact_gelu)
+        garden = model_garden_encoder(bert_config, exact_gelu)
         tf.train.Checkpoint(encoder=garden).read(
-            tf.train.latest_checkpoint(os.path.dirname(output))).assert_existing_objects_matched()
-        outputs = garden({"input_word_ids": inputs["token_ids"],
-                          "input_mask": inputs["padding_mask"],
-                          "input_type_ids": inputs["segment_ids"]})
-        if not isinstance(outputs, dict):  # the legacy network answers [sequence, pooled]
-            outputs = dict(zip(("sequence_output", "pooled_output"), outputs))
-        outputs = {name: outputs[name].numpy() for name in ("sequence_output", "pooled_output")}
+            tf.train.latest_checkpoint(path)).assert_existing_objects_matched()
+        outputs = run_model_garden_encoder(garden, inputs)
         if exact_gelu:
             assert_matches_reference(outputs, expected)
         else:
             real = inputs["padding_mask"].astype(bool)
             assert_close(outputs["sequence_output"][real], expected["sequence_output"][real],
                          rtol=1e-2, atol=1e-2)
-
-
-def _garden_encoder(converter, bert_config, exact_gelu):
-    """The converter's own BertEncoder for `bert_config`, optionally with the exact GELU."""
-    if not exact_gelu:
-        return converter._create_bert_model(bert_config)
-    import tensorflow as tf
-    from official.modeling import tf_utils
-
-    original = tf_utils.get_activation
-    tf_utils.get_activation = lambda name: lambda x: tf.nn.gelu(x, approximate=False)
-    try:
-        return converter._create_bert_model(bert_config)
-    finally:
-        tf_utils.get_activation = original

@@ -90,3 +90,14 @@ def test_casing_from_directory_name_or_vocabulary(tmp_path, directory_name, toke
     checkpoint = load_checkpoint(directory, load_weights=False)
 
     assert checkpoint.format == "google_bert" and checkpoint.lowercase is lowercase
+
+
+def test_more_layers_than_config_names_the_first_extra_variable(tmp_path):
+    variables = google_variables(tiny_hf_tensors(), num_layers=2)
+    config = {**bert_config_json(TINY_HF_CONFIG), "num_hidden_layers": 1}
+    directory = write_google_dir(tmp_path / "uncased_tiny", config, variables)
+
+    with pytest.raises(CheckpointMismatchError, match=r"variable 'bert/encoder/layer_1/.*' of "
+                                                      r"transformer layer 1, but .*bert_config"
+                                                      r".json says there are 1 layers"):
+        load_checkpoint(directory)

@@ -118,3 +118,22 @@ def test_sharded_safetensors(tmp_path):
 
     np.testing.assert_array_equal(
         weights["pooler/kernel"], tensors["pooler.dense.weight"].T)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.pop("encoder.layer.1.output.dense.weight"),
+     r"has no variable 'encoder.layer.1.output.dense.weight' \(expected shape \(8, 16\)"),
+    (lambda t: t.update({"pooler.dense.bias": np.zeros(7, "float32")}),
+     r"variable 'pooler.dense.bias' has shape \(7,\) but .*config.json implies \(8,\)"),
+    (lambda t: t.update({"encoder.layer.2.output.dense.bias": np.zeros(8, "float32")}),
+     r"has variable 'encoder.layer.2.output.dense.bias' of transformer layer 2, but "
+     r".*config.json says there are 2 layers"),
+])
+def test_missing_misshapen_or_extra_tensors_are_named(tmp_path, edit, message):
+    from keras_bert_suite.checkpoints import CheckpointMismatchError
+
+    tensors = tiny_hf_tensors()
+    edit(tensors)
+    directory = write_hf_dir(tmp_path, TINY_HF_CONFIG, tensors)
+    with pytest.raises(CheckpointMismatchError, match=message):
+        load_checkpoint(directory)
