@@ -6,6 +6,7 @@ import os
 import keras
 
 from keras_bert_suite.export import versions
+from keras_bert_suite.models.lora import without_lora
 
 
 def export_saved_model(model, base_dir="saved_models", name=None, version=None,
@@ -44,6 +45,7 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
     """
     name = name or model.name
     model_dir = os.path.join(base_dir, name)
+    model = without_lora(model)  # serve W + A B as one kernel, not the adapters
     with _overridden(model, preprocessor, label_names):
         if getattr(model, "preprocessor", None) is None:
             raise ValueError("Exporting raw-text signatures needs a preprocessor: build the "

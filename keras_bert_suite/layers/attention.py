@@ -1,22 +1,10 @@
 """Multi-head self-attention with one fused query/key/value projection."""
 
 import keras
-import numpy as np
 from keras import ops
 
 from keras_bert_suite.layers.dropout import BertDropout
-
-
-class _FusedQKV(keras.layers.EinsumDense):
-    """The [H, 3, N, Dh] query/key/value projection. `.keras` and `.weights.h5` files written
-    while it was a [H, 3H] Dense (bias [3H]) hold the same numbers in the same order: they
-    load reshaped."""
-
-    def load_own_variables(self, store):
-        if self.built and self.quantization_mode is None and len(store["0"].shape) == 2:
-            shapes = {"0": self._kernel.shape, "1": self.bias.shape}
-            store = {key: np.reshape(store[key], shape) for key, shape in shapes.items()}
-        super().load_own_variables(store)
+from keras_bert_suite.layers.lora import FusedQKV, LoraDense
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -49,11 +37,11 @@ class BertSelfAttention(keras.layers.Layer):
         self.head_dim = hidden_dim // num_heads
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.qkv = _FusedQKV(
+        self.qkv = FusedQKV(
             "bth,hcnd->btcnd", output_shape=(None, 3, num_heads, self.head_dim),
             bias_axes="cnd", kernel_initializer=initializer, dtype=self.dtype_policy,
             name="qkv")
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = LoraDense(
             hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="output")
         self.probs_dropout = BertDropout(dropout, dtype=self.dtype_policy)
 

@@ -1,12 +1,12 @@
 """One post-LayerNorm transformer encoder block, as BERT uses it."""
 
 import keras
-from keras import ops
 
 from keras_bert_suite.layers.attention import BertSelfAttention
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.gelu import exact_gelu
+from keras_bert_suite.layers.lora import LoraDense
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -42,9 +42,9 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_dropout = BertDropout(dropout, dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
-        self.intermediate_dense = keras.layers.Dense(
+        self.intermediate_dense = LoraDense(
             intermediate_dim, kernel_initializer=initializer, dtype=policy, name="intermediate")
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = LoraDense(
             hidden_dim, kernel_initializer=initializer, dtype=policy, name="output")
         self.output_dropout = BertDropout(dropout, dtype=policy)
         self.output_layer_norm = keras.layers.LayerNormalization(

@@ -67,6 +67,8 @@ class BertEncoder(keras.Model):
         layer_norm_epsilon=1e-12,  # the released BERT checkpoints were trained with 1e-12
         initializer_range=0.02,
         return_hidden_states=False,
+        lora_rank=None,
+        lora_alpha=None,
         dtype=None,
         **kwargs,
     ):
@@ -118,6 +120,9 @@ class BertEncoder(keras.Model):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.return_hidden_states = return_hidden_states
+        self.lora_rank = self.lora_alpha = None
+        if lora_rank is not None:
+            self.enable_lora(lora_rank, lora_alpha)
 
     def encode_at(self, inputs, positions):
         """The last layer's output at `positions` only, computed at those rows only.
@@ -211,11 +216,36 @@ class BertEncoder(keras.Model):
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "initializer_range": self.initializer_range,
             "return_hidden_states": self.return_hidden_states,
+            "lora_rank": self.lora_rank,
+            "lora_alpha": self.lora_alpha,
         }
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+    # === Parameter-efficient fine-tuning ===
+
+    def enable_lora(self, rank, alpha=None):
+        """LoRA (Hu et al. 2021): rank-`rank` adapters on every transformer layer's
+        query/key/value, attention output and feed-forward projections; every other encoder
+        weight is frozen. `alpha` scales the adapters by alpha / rank (default: rank, scale 1).
+
+        The adapters start at zero (the function is unchanged) and travel in `.keras` files
+        and task presets; exports (SavedModel, Hugging Face, Google BERT, KerasHub) and
+        `weight_map()` hold the merged kernels W + alpha / rank * A B.
+
+        >>> encoder = BertEncoder.from_preset("minilm_l6_h384_uncased")
+        >>> encoder.enable_lora(8)
+        >>> import math  # trained: 6 layers x 4 projections x rank x (inputs + outputs)
+        >>> sum(math.prod(variable.shape) for variable in encoder.trainable_weights)
+        294912
+        """
+        from keras_bert_suite.models import lora
+
+        lora.enable(self, rank, alpha)
+        self.lora_rank = rank
+        self.lora_alpha = alpha
 
     # === Weights by name (the checkpoint converters' common currency) ===
 

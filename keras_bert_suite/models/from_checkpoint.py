@@ -18,7 +18,9 @@ def load_encoder(cls, preset, load_weights=True, **overrides):
 
 def encoder_from_checkpoint(cls, checkpoint, preset, load_weights=True, **overrides):
     """Builds `cls` from an already resolved checkpoint (models that also read head weights
-    resolve once and share it); `overrides` replace config values."""
+    resolve once and share it); `overrides` replace config values (`lora_rank` /
+    `lora_alpha`: adapters added once the checkpoint's weights are in)."""
+    lora_rank, lora_alpha = overrides.pop("lora_rank", None), overrides.pop("lora_alpha", None)
     encoder = cls(**{**checkpoint.config, **overrides})
     if checkpoint.weights is not None:
         variables = encoder.weight_map()
@@ -31,4 +33,6 @@ def encoder_from_checkpoint(cls, checkpoint, preset, load_weights=True, **overri
     elif load_weights:
         logger.warning(
             "Preset '%s' is an architecture only: the encoder is randomly initialised.", preset)
+    if lora_rank is not None:
+        encoder.enable_lora(lora_rank, lora_alpha)
     return encoder

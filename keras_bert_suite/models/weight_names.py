@@ -62,6 +62,11 @@ def _variables(table, owner_of):
 def assign(variables, weights, owner):
     """Checks every name and shape first, then assigns, so a bad checkpoint changes nothing."""
     for name, variable in variables.items():
+        if not hasattr(variable, "assign"):  # a LoRA projection's merged kernel W + A B
+            raise ValueError(
+                f"{owner}: '{name}' cannot be loaded while LoRA is enabled; load the "
+                f"checkpoint first, then call enable_lora (from_preset(..., lora_rank=r) "
+                f"does it in that order).")
         if name not in weights:
             raise CheckpointMismatchError(
                 f"{owner}: the checkpoint has no weight for '{name}' (expected shape "

@@ -58,6 +58,10 @@ DEFAULTS = merged(common_defaults(learning_rate=5e-5, warmup_fraction=0.1, num_t
     },
     "training": {
         "epochs": 3,  # training.num_train_steps, when set, wins
+        # LoRA: adapters of this rank on the encoder's projections; only they and the head
+        # train (null: full fine-tuning). lora_alpha scales them by alpha / rank (null: rank).
+        "lora_rank": None,
+        "lora_alpha": None,
     },
     "evaluation": {
         "batch_size": 64,
@@ -83,6 +87,7 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     import keras
 
     from keras_bert_suite.distribution import start_distribution
+    from keras_bert_suite.models.lora import parameter_count
     from keras_bert_suite.text import BertTokenizer
     from keras_bert_suite.training import set_mixed_precision, training_callbacks
 
@@ -114,6 +119,9 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     finally:
         keras.config.set_dtype_policy(previous_policy)
 
+    log(f"{parameter_count(model.trainable_weights):,} of {parameter_count(model.weights):,} "
+        "parameters train"
+        + (f" (LoRA rank {training['lora_rank']})" if training["lora_rank"] else ""))
     chief = distribution.is_chief
     started = time.perf_counter()
     with distribution.run_scope():
@@ -132,6 +140,7 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
         model = keras.saving.load_model(model_path)
     metrics = task.evaluate(model, task_data, recipe, output_dir)
     metrics["train_seconds"] = round(train_seconds, 1)
+    metrics["trainable_parameters"] = parameter_count(model.trainable_weights)
     metrics["train_examples"] = task_data.num_train_examples
     write_json(os.path.join(output_dir, "metrics.json"), metrics)
     log("Metrics: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
@@ -148,6 +157,7 @@ def _compiled_model(task, recipe, preprocessor, task_data, total_steps, steps_pe
         model_config["preset"], load_weights=model_config["load_weights"],
         preprocessor=preprocessor,
         encoder_overrides=model_config["encoder_overrides"],
+        lora_rank=training["lora_rank"], lora_alpha=training["lora_alpha"],
         **task_data.model_arguments, **task.head_arguments(model_config))
     if model.encoder.max_sequence_length < data["sequence_length"]:
         raise RecipeError(

@@ -234,6 +234,26 @@ class BertTask(BertModelBase, keras.Model):
 
     # === Training set-up ===
 
+    def enable_lora(self, rank, alpha=None):
+        """Parameter-efficient fine-tuning: LoRA adapters of rank `rank` on the encoder's
+        attention and feed-forward projections (`BertEncoder.enable_lora`); only they and
+        the task head train. Re-compile afterwards if the model was already trained, so the
+        optimizer sees the new trainable weights.
+
+        >>> from keras_bert_suite import BertClassifier
+        >>> classifier = BertClassifier.from_preset(
+        ...     "minilm_l6_h384_uncased", num_classes=2, sequence_length=32)
+        >>> classifier.enable_lora(8)
+        >>> import math
+        >>> trained = sum(math.prod(v.shape) for v in classifier.trainable_weights)
+        >>> total = sum(math.prod(v.shape) for v in classifier.weights)
+        >>> round(100 * trained / total, 2)  # percent of the weights that train
+        1.29
+        """
+        self.encoder.enable_lora(rank, alpha)
+        if self.optimizer is not None and self.optimizer.built:
+            logger.info("LoRA enabled after the optimizer was built: compile() again.")
+
     def default_optimizer(self):
         return create_optimizer("adamw", learning_rate=DEFAULT_LEARNING_RATE)
 
@@ -285,15 +305,21 @@ class BertTask(BertModelBase, keras.Model):
         comes from `preset` and the head is new. `preprocessor="auto"` builds the task's
         preprocessor from the preset's vocabulary with `sequence_length` (the task's default
         when None); pass None for none. `encoder_overrides` go to the encoder (e.g.
-        `{"dropout": 0.0}`), `task_arguments` to the task (e.g. `num_classes=2`).
+        `{"dropout": 0.0}`), `task_arguments` to the task (e.g. `num_classes=2`);
+        `lora_rank=` (and `lora_alpha=`) load the weights, then `enable_lora`.
         """
+        lora = {key: task_arguments.pop(key) for key in ("lora_rank", "lora_alpha")
+                if task_arguments.get(key) is not None}
         saved = _saved_task(preset, cls)
         if saved is not None and not task_arguments and not encoder_overrides:
-            return _load_saved_task(preset, saved, load_weights, sequence_length, preprocessor)
+            task = _load_saved_task(preset, saved, load_weights, sequence_length, preprocessor)
+            if lora and task.encoder.lora_rank is None:
+                task.enable_lora(lora["lora_rank"], lora.get("lora_alpha"))
+            return task
         if saved is not None:
             logger.info("%s holds a saved %s; building a new head because task arguments "
                         "were given.", preset, saved["class_name"])
-        overrides = {**cls.preset_encoder_overrides, **(encoder_overrides or {})}
+        overrides = {**cls.preset_encoder_overrides, **(encoder_overrides or {}), **lora}
         if is_auto(preprocessor):
             preprocessor = cls.preprocessor_class.from_preset(
                 preset, sequence_length=sequence_length or cls.default_sequence_length)

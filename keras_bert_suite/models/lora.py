@@ -1,0 +1,107 @@
+"""LoRA on a BertEncoder: which projections get adapters, the checks, and the merged copy
+that exports serve (the layers themselves: layers/lora.py).
+
+Every transformer layer's four projections get rank-r adapters: the fused query/key/value
+[H, 3H], the attention output [H, H], and the feed-forward [H, I] and [I, H]. Every other
+encoder weight (embeddings, biases, LayerNorms, the pooler) is frozen, so a task model trains
+its adapters and its head only.
+"""
+
+import math
+
+import keras
+
+# (name in error messages, the projection) of each transformer layer.
+PROJECTIONS = {
+    "attention/qkv": lambda block: block.attention.qkv,
+    "attention/output": lambda block: block.attention.output_dense,
+    "intermediate": lambda block: block.intermediate_dense,
+    "output": lambda block: block.output_dense,
+}
+
+
+def projections(encoder):
+    """[(name, layer)] of every projection that takes adapters, in layer order."""
+    return [(f"transformer_layer_{index}/{name}", of(block))
+            for index, block in enumerate(encoder.transformer_layers)
+            for name, of in PROJECTIONS.items()]
+
+
+def check_rank(encoder, rank, alpha):
+    """A rank must be a positive integer no larger than the smallest side of any projection
+    (beyond that A B is no longer low-rank, only bigger)."""
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise ValueError(f"lora_rank must be a positive integer, got {rank!r}.")
+    if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, (int, float))
+                              or alpha <= 0):
+        raise ValueError(f"lora_alpha must be a positive number, got {alpha!r}.")
+    for name, layer in projections(encoder):
+        inputs, outputs = _sides(layer)
+        if rank > min(inputs, outputs):
+            raise ValueError(
+                f"lora_rank={rank} is larger than layer '{name}' ({inputs} -> {outputs}): a "
+                f"rank above {min(inputs, outputs)} is no longer low-rank. Pick lora_rank <= "
+                f"{_largest_rank(encoder)} (4 to 16 is usual).")
+
+
+def enable(encoder, rank, alpha=None):
+    """Adds adapters to every projection and freezes every other encoder weight."""
+    check_rank(encoder, rank, alpha)
+    if encoder.lora_rank is not None:
+        raise ValueError(f"LoRA is already enabled on this encoder (rank "
+                         f"{encoder.lora_rank}); it can be enabled once.")
+    layers = [layer for _, layer in projections(encoder)]
+    for layer in layers:
+        layer.enable_lora(rank, lora_alpha=alpha)
+    adapters = {id(layer.lora_kernel_a) for layer in layers} | {
+        id(layer.lora_kernel_b) for layer in layers}
+    for variable in encoder.weights:
+        if id(variable) not in adapters:
+            variable.trainable = False
+
+
+def without_lora(model):
+    """`model` (an encoder or a task) with each W + alpha / r A B folded into a plain kernel,
+    as a new model without adapters; `model` itself when it has none. The copy computes the
+    same function at the cost of the model without LoRA: exports serve it."""
+    encoder = model if hasattr(model, "transformer_layers") else model.encoder
+    if encoder.lora_rank is None:
+        return model
+    config = model.get_config()
+    (config if model is encoder else config["encoder"]["config"]).update(
+        lora_rank=None, lora_alpha=None)
+    preprocessor = getattr(model, "preprocessor", None)
+    if "preprocessor" in config:
+        config["preprocessor"] = None  # shared, not rebuilt
+    copy = type(model).from_config(config)
+    merged = {id(layer._kernel): layer.kernel for _, layer in projections(encoder)}
+    adapters = {id(v) for _, layer in projections(encoder)
+                for v in (layer.lora_kernel_a, layer.lora_kernel_b)}
+    sources = [variable for variable in model.weights if id(variable) not in adapters]
+    targets = copy.weights
+    if len(sources) != len(targets):
+        raise RuntimeError(f"Merging LoRA: {len(sources)} weights besides the adapters but "
+                           f"{len(targets)} in the merged model.")
+    for source, target in zip(sources, targets):
+        value = merged.get(id(source), source)
+        if tuple(value.shape) != tuple(target.shape):
+            raise RuntimeError(f"Merging LoRA: '{source.path}' {tuple(value.shape)} does not "
+                               f"fit '{target.path}' {tuple(target.shape)}.")
+        target.assign(keras.ops.cast(value, target.dtype))
+    if preprocessor is not None:
+        copy.preprocessor = preprocessor
+    return copy
+
+
+def parameter_count(variables):
+    return sum(math.prod(variable.shape) for variable in variables)
+
+
+def _sides(layer):
+    """(input size, output size) of a projection's kernel seen as a matrix."""
+    shape = tuple(layer._kernel.shape)
+    return shape[0], math.prod(shape[1:])
+
+
+def _largest_rank(encoder):
+    return min(min(_sides(layer)) for _, layer in projections(encoder))
