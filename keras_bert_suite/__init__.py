@@ -29,6 +29,7 @@ _PUBLIC = {
     "load_model": "keras_bert_suite.tasks",
     "save_google_bert": "keras_bert_suite.models.to_checkpoint",
     "save_huggingface": "keras_bert_suite.models.to_checkpoint",
+    "save_keras_hub": "keras_bert_suite.models.to_checkpoint",
 }
 
 __all__ = sorted(_PUBLIC)

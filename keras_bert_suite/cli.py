@@ -19,21 +19,28 @@ def _demo(args):
     demo.run(num_sentences=args.sentences, sentiment_overrides=args.set)
 
 
+# `kbs convert --to` formats written from a model (the rest: our preset, from a checkpoint).
+_EXPORTS = {"huggingface": "Hugging Face transformers checkpoint",
+            "google": "Google BERT checkpoint", "keras_hub": "KerasHub preset"}
+
+
 def _convert(args):
     from keras_bert_suite.checkpoints.presets import resolve_checkpoint
 
-    if args.to in ("huggingface", "google"):
+    if args.to in _EXPORTS:
         from keras_bert_suite.models import to_checkpoint
 
         model, vocabulary, lowercase = _model_to_convert(args.checkpoint)
         if args.to == "huggingface":
             to_checkpoint.save_huggingface(model, args.output, vocabulary=vocabulary,
                                            lowercase=lowercase)
+        elif args.to == "keras_hub":
+            to_checkpoint.save_keras_hub(model, args.output, vocabulary=vocabulary,
+                                         lowercase=lowercase)
         else:
             to_checkpoint.save_google_bert(model, args.output, vocabulary=vocabulary)
         print(f"Wrote {type(model).__name__} {args.checkpoint} -> {args.output} "
-              f"({'Hugging Face transformers' if args.to == 'huggingface' else 'Google BERT'} "
-              f"checkpoint)")
+              f"({_EXPORTS[args.to]})")
         return
     from keras_bert_suite import BertEncoder
     from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
@@ -46,9 +53,9 @@ def _convert(args):
 
 
 def _model_to_convert(source):
-    """(model, vocabulary, lowercase) for `kbs convert --to huggingface|google`: a `.keras` file or a
-    task preset (task.json) gives its task model; a checkpoint with pretraining heads a
-    BertPretrainer; any other checkpoint its encoder."""
+    """(model, vocabulary, lowercase) for `kbs convert --to huggingface|google|keras_hub`: a
+    `.keras` file or a task preset (task.json) gives its task model; a checkpoint with
+    pretraining heads a BertPretrainer; any other checkpoint its encoder."""
     import keras
 
     from keras_bert_suite import BertEncoder, BertPretrainer
@@ -172,17 +179,20 @@ def build_parser():
     demo.set_defaults(run=_demo)
 
     convert = commands.add_parser(
-        "convert", help="convert a checkpoint to a preset dir, or a model to Hugging Face")
+        "convert", help="convert a checkpoint to a preset dir, or a model to Hugging Face, "
+                        "Google BERT or KerasHub")
     convert.add_argument("checkpoint", help="checkpoint directory, built-in preset name, task "
                          "preset directory or .keras file")
     convert.add_argument("output", help="directory to write")
-    convert.add_argument("--to", choices=["preset", "huggingface", "google"], default="preset",
+    convert.add_argument("--to", choices=["preset", *_EXPORTS], default="preset",
                          help="preset: our preset directory (any checkpoint's encoder); "
                          "huggingface: a transformers directory (config.json, "
                          "model.safetensors, tokenizer files) of the encoder, the pretraining "
                          "heads or a task model; google: an original BERT checkpoint "
                          "(bert_config.json, bert_model.ckpt, vocab.txt) of the encoder and "
-                         "the pretraining heads")
+                         "the pretraining heads; keras_hub: a KerasHub preset (BertBackbone, "
+                         "BertTextClassifier for a classifier, BertMaskedLM for a pretrainer; "
+                         "other task heads are not exported)")
     convert.set_defaults(run=_convert)
 
     tokenize = commands.add_parser("tokenize", help="print WordPiece ids (text args or stdin lines)")

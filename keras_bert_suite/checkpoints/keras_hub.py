@@ -14,6 +14,9 @@ KerasHub names a weight by its Keras variable path (`BertBackbone.weights[i].pat
     transformer_layer_{i}/{feedforward_intermediate_dense,feedforward_output_dense}/{kernel,bias}
     pooled_dense/{kernel,bias}
 
+A BertMaskedLM preset (save_keras_hub of a BertPretrainer) also holds task.json and
+task.weights.h5 with `mlm_head/...`: its MLM head, read as our `mlm/...` weights.
+
 KerasHub's BertBackbone computes the tanh-approximate GELU while the checkpoints it ships were
 trained (by Google) with the exact one that BertEncoder uses, so its weights load unchanged.
 """
@@ -23,7 +26,7 @@ import os
 
 import numpy as np
 
-from keras_bert_suite.checkpoints import weight_table
+from keras_bert_suite.checkpoints import split_heads, weight_table
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 from keras_bert_suite.checkpoints.tensors import TensorSource
@@ -31,6 +34,7 @@ from keras_bert_suite.checkpoints.tensors import TensorSource
 NAME = "KerasHub BertBackbone preset"
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
+TASK_CONFIG_FILE, TASK_WEIGHTS_FILE = "task.json", "task.weights.h5"  # a KerasHub task's head
 FILES_NEEDED = f"{CONFIG_FILE} naming keras_hub>BertBackbone + {WEIGHTS_FILE}"
 
 # Table template -> KerasHub's variable path (under `transformer_layer_{i}/` for a layer's).
@@ -56,10 +60,14 @@ KERAS_HUB_NAMES = {
     "pooler/kernel": "pooled_dense/kernel",
     "pooler/bias": "pooled_dense/bias",
 }
-# Where KerasHub's shape differs by more than the qkv split (same numbers, reshaped).
-_KERAS_HUB_SHAPES = {"attention/output/kernel": ("N", "Dh", "H")}  # an EinsumDense kernel
-_QKV = ("query", "key", "value")
-
+# Our MLM head (a BertPretrainer's) -> BertMaskedLM's `mlm_head` variables (a task variable).
+MASKED_LM_HEAD_NAMES = {
+    "mlm/transform/kernel": "mlm_head/intermediate_dense/kernel",
+    "mlm/transform/bias": "mlm_head/intermediate_dense/bias",
+    "mlm/layer_norm/gamma": "mlm_head/intermediate_layer_norm/gamma",
+    "mlm/layer_norm/beta": "mlm_head/intermediate_layer_norm/beta",
+    "mlm/output_bias": "mlm_head/output_bias",
+}
 
 def matches(directory, config_json):
     return config_json is not None and (
@@ -83,6 +91,7 @@ def load(directory, load_weights=True):
             *_dict_source(read_weights_h5(weights_path)), where=weights_path,
             config_file=config_path)
         weights = from_keras_hub(source, config)
+        weights.update(_masked_lm_head(directory, config))
     vocabulary_path = os.path.join(directory, "assets", "tokenizer", "vocabulary.txt")
     return Checkpoint(
         config=config,
@@ -91,6 +100,23 @@ def load(directory, load_weights=True):
         lowercase=_lowercase(directory),
         format="keras_hub",
     )
+
+
+def _masked_lm_head(directory, config):
+    """Our `mlm/...` weights from a BertMaskedLM preset's task.weights.h5 (what save_keras_hub
+    writes for a BertPretrainer), so BertPretrainer.from_preset reads its head back; {} for
+    any other preset."""
+    task_path = os.path.join(directory, TASK_CONFIG_FILE)
+    weights_path = os.path.join(directory, TASK_WEIGHTS_FILE)
+    if not (os.path.exists(task_path) and os.path.exists(weights_path)):
+        return {}
+    with open(task_path) as f:
+        if json.load(f).get("class_name") != "BertMaskedLM":
+            return {}
+    source = TensorSource(*_dict_source(read_weights_h5(weights_path)), where=weights_path,
+                          config_file=task_path)
+    return {weight.name: source.get(MASKED_LM_HEAD_NAMES[weight.name], weight.shape)
+            for weight in weight_table.head_weights("mlm", config)}
 
 
 def encoder_config(backbone_config):
@@ -113,14 +139,7 @@ def from_keras_hub(variables, config):
         *_dict_source(variables), where="KerasHub weights", config_file="the config")
     weights, sizes = {}, weight_table.dimensions(config)
     for weight in weight_table.encoder_weights(config):
-        theirs, axis = _keras_hub_name(weight), _stacked_axis(weight)
-        if axis is not None:
-            part_shape = weight.shape[:axis] + weight.shape[axis + 1:]
-            weights[weight.name] = np.stack(
-                [source.get(theirs.format(part=part), part_shape) for part in _QKV], axis=axis)
-        else:
-            weights[weight.name] = source.get(theirs, _keras_hub_shape(weight, sizes)).reshape(
-                weight.shape)
+        weights[weight.name] = split_heads.read(source, weight, _keras_hub_name(weight), sizes)
     return weights
 
 
@@ -128,31 +147,14 @@ def to_keras_hub(weights, config):
     """{our canonical name: array} -> {KerasHub variable path: array} (encoder weights only)."""
     variables, sizes = {}, weight_table.dimensions(config)
     for weight in weight_table.encoder_weights(config):
-        theirs, axis = _keras_hub_name(weight), _stacked_axis(weight)
-        value = np.asarray(weights[weight.name])
-        if axis is not None:
-            for index, part in enumerate(_QKV):
-                variables[theirs.format(part=part)] = np.take(value, index, axis=axis)
-        else:
-            variables[theirs] = value.reshape(_keras_hub_shape(weight, sizes))
+        variables.update(split_heads.write(weight, weights[weight.name], _keras_hub_name(weight),
+                                           sizes))
     return variables
 
 
 def _keras_hub_name(weight):
     name = KERAS_HUB_NAMES[weight.template]
     return name if weight.layer is None else f"transformer_layer_{weight.layer}/{name}"
-
-
-def _stacked_axis(weight):
-    """The axis of our qkv weights that KerasHub splits into query, key and value."""
-    if "{part}" not in KERAS_HUB_NAMES[weight.template]:
-        return None
-    return 1 if weight.template.endswith("/kernel") else 0
-
-
-def _keras_hub_shape(weight, sizes):
-    symbols = _KERAS_HUB_SHAPES.get(weight.template)
-    return weight.shape if symbols is None else weight_table.resolve_shape(symbols, sizes)
 
 
 def _dict_source(variables):
@@ -174,6 +176,7 @@ _FALLBACK_LAYER_NAMES = {
     "key_dense": "key",
     "value_dense": "value",
     "output_dense": "attention_output",
+    "masked_lm_head": "mlm_head",  # task.weights.h5 of a BertMaskedLM
 }
 
 
@@ -210,6 +213,8 @@ def _layer_name(key, group):
 def _variable_names(layer_path):
     """The order Keras creates variables in: Dense/EinsumDense, LayerNorm, Embedding."""
     layer = layer_path.rsplit("/", 1)[-1]
+    if layer == "mlm_head":  # MaskedLMHead's own variable (its Dense and LayerNorm nest)
+        return ("output_bias",)
     if layer.endswith("layer_norm"):
         return ("gamma", "beta")
     if layer.endswith("embedding"):

@@ -12,7 +12,12 @@ bert_model.ckpt, vocab.txt) of a BertEncoder or a BertPretrainer (its `cls/` hea
     BertTokenClassifier                 BertForTokenClassification (label names: id2label)
     BertSpanLabeler                     BertForQuestionAnswering
     BertMultipleChoice                  BertForMultipleChoice
+
+`save_keras_hub(model, directory)`: a KerasHub preset directory (BertBackbone, and for a
+classifier or a pretrainer the KerasHub task that computes the same thing).
 """
+
+import logging
 
 import keras
 import numpy as np
@@ -20,6 +25,8 @@ import numpy as np
 from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.google_bert_writer import write_google_bert
 from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
+from keras_bert_suite.checkpoints.keras_hub import MASKED_LM_HEAD_NAMES
+from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub
 
 # Task model -> (its transformers class, our head's Dense layer, that layer's module there).
 TASK_HEADS = {
@@ -29,6 +36,8 @@ TASK_HEADS = {
     "BertMultipleChoice": ("BertForMultipleChoice", "choice_head", "classifier"),
 }
 ENCODER_ONLY = ("BertEncoder", "BertFeatureExtractor")
+
+logger = logging.getLogger(__name__)
 
 
 def save_huggingface(model, directory, vocabulary=None, lowercase=None):
@@ -47,11 +56,7 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     `vocabulary` is a token list or a `BertTokenizer` (default: the preprocessor's);
     `lowercase` defaults to the tokenizer's.
     """
-    name = type(model).__name__
-    if name not in TASK_HEADS and name not in ENCODER_ONLY and name != "BertPretrainer":
-        raise ValueError(
-            f"save_huggingface takes a BertEncoder or one of our task models "
-            f"({', '.join([*TASK_HEADS, *ENCODER_ONLY[1:], 'BertPretrainer'])}), got {name}.")
+    name = _exportable_name(model, "save_huggingface")
     config, weights = _config_and_weights(model)
     head_tensors, extra = {}, {}
     if name in TASK_HEADS:
@@ -95,6 +100,70 @@ def save_google_bert(model, directory, vocabulary=None):
     config, weights = _config_and_weights(model)
     tokens, _ = _vocabulary(model, vocabulary, config)
     return write_google_bert(directory, config, weights, vocabulary=tokens)
+
+
+def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
+    """Writes `model` as a KerasHub preset directory, with KerasHub's own `save_to_preset`:
+
+        BertEncoder, BertFeatureExtractor   BertBackbone
+        BertClassifier                      BertTextClassifier (pooled -> dropout -> "logits")
+        BertPretrainer                      BertMaskedLM (the NSP head has no place: dropped)
+        BertTokenClassifier, BertSpanLabeler, BertMultipleChoice
+                                            BertBackbone only (KerasHub has no such task; the
+                                            head is not exported, with a warning)
+
+    `keras_hub.models.BertBackbone.from_preset(directory)` (or the task's class) loads it and
+    `BertEncoder.from_preset(directory)` reads the encoder back bit for bit. KerasHub has no
+    label names (a classifier's are not written) and hard-wires layer_norm_epsilon=1e-12
+    (another one is refused). Its BertBackbone computes the tanh-approximate GELU where ours
+    is exact: with the same weights its outputs differ from ours by ~1e-3 relative
+    (MiniLM; BertMaskedLM's head layer norm also uses epsilon 1e-5 where ours uses 1e-12).
+
+    >>> import tempfile, keras_hub
+    >>> from keras_bert_suite import BertClassifier
+    >>> classifier = BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2)
+    >>> path = save_keras_hub(classifier, tempfile.mkdtemp())
+    >>> theirs = keras_hub.models.BertTextClassifier.from_preset(path)
+    >>> theirs.predict(["a gripping drama"], verbose=0).shape
+    (1, 2)
+
+    `vocabulary` is a token list or a `BertTokenizer` (default: the preprocessor's); with
+    one the preset gets KerasHub's BertTokenizer, `lowercase` defaulting to the tokenizer's.
+    """
+    name = _exportable_name(model, "save_keras_hub")
+    config, weights = _config_and_weights(model)
+    task, task_arguments, task_weights = None, None, None
+    if name == "BertClassifier":
+        task = "BertTextClassifier"
+        task_arguments = {"num_classes": model.num_classes, "dropout": model.dropout}
+        dense = model.classifier_head
+        task_weights = {"logits/kernel": _numpy(dense.kernel), "logits/bias": _numpy(dense.bias)}
+    elif name == "BertPretrainer":
+        task = "BertMaskedLM"
+        task_weights = {theirs: weights[ours] for ours, theirs in MASKED_LM_HEAD_NAMES.items()}
+        if model.next_sentence_head is not None:
+            logger.warning("KerasHub's BertMaskedLM has no next sentence head: the NSP head "
+                           "is not exported.")
+    elif name in TASK_HEADS:
+        logger.warning("KerasHub has no task for %s: only its encoder is exported (a "
+                       "BertBackbone preset), not its head.", name)
+
+    tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
+    return write_keras_hub(
+        directory, config, weights, task=task, task_arguments=task_arguments,
+        task_weights=task_weights, vocabulary=tokens,
+        lowercase=tokenizer_lowercase if lowercase is None else lowercase,
+        sequence_length=getattr(getattr(model, "preprocessor", None), "sequence_length", None))
+
+
+def _exportable_name(model, function):
+    """The class name of a model the Hugging Face and KerasHub writers take, else an error."""
+    name = type(model).__name__
+    if name not in TASK_HEADS and name not in ENCODER_ONLY and name != "BertPretrainer":
+        raise ValueError(
+            f"{function} takes a BertEncoder or one of our task models "
+            f"({', '.join([*TASK_HEADS, *ENCODER_ONLY[1:], 'BertPretrainer'])}), got {name}.")
+    return name
 
 
 def _config_and_weights(model):
