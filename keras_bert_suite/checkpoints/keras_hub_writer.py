@@ -120,6 +120,6 @@ def _import_keras_hub():
     try:
         import keras_hub
     except ImportError as error:
-        raise ImportError("Writing a KerasHub preset needs the keras-hub package "
-                          "(pip install "keras_bert_suite[keras_hub]", or keras-hub==0.32.0).") from error
+        raise ImportError("Writing a KerasHub preset needs the keras-hub package (pip install "
+                          "'keras_bert_suite[keras_hub]', or keras-hub==0.32.0).") from error
     return keras_hub
