@@ -22,3 +22,4 @@ class Checkpoint:
     vocabulary_path: str
     lowercase: bool
     format: str
+    task_head: dict = None

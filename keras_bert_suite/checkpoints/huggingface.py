@@ -21,6 +21,14 @@ CONFIG_FILE = "config.json"
 # In order of preference; safetensors needs no pickle and reads lazily.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 FILES_NEEDED = f"{CONFIG_FILE} with \"model_type\": \"bert\" + one of {', '.join(WEIGHT_FILES)}"
+# Our task model -> (the transformers class that computes the same, its head's module), for
+# export (models/to_checkpoint.py) and for reading a fine-tuned head back.
+TASK_ARCHITECTURES = {
+    "BertClassifier": ("BertForSequenceClassification", "classifier"),
+    "BertTokenClassifier": ("BertForTokenClassification", "classifier"),
+    "BertSpanLabeler": ("BertForQuestionAnswering", "qa_outputs"),
+    "BertMultipleChoice": ("BertForMultipleChoice", "classifier"),
+}
 
 
 def matches(directory, config_json):
@@ -39,7 +47,11 @@ def load(directory, load_weights=True):
             f"{config_path}: model_type '{model_type}' is not supported; "
             f"only 'bert' checkpoints can be loaded into BertEncoder.")
     config = encoder_config(hf_config, config_path)
-    weights = _read_weights(directory, config, config_path) if load_weights else None
+    weights = task_head = None
+    if load_weights:
+        source = _open_weights(directory, config_path)
+        weights = _read_weights(source, config)
+        task_head = _task_head(source, hf_config, config)
     vocabulary_path = os.path.join(directory, "vocab.txt")
     return Checkpoint(
         config=config,
@@ -47,17 +59,35 @@ def load(directory, load_weights=True):
         vocabulary_path=vocabulary_path if os.path.exists(vocabulary_path) else None,
         lowercase=_lowercase(directory),
         format="huggingface",
+        task_head=task_head,
     )
 
 
-def _read_weights(directory, config, config_path):
-    source = _open_weights(directory, config_path)
+def _read_weights(source, config):
     source.check_layer_count(r"(?:^|\.)encoder\.layer\.(\d+)\.", config["num_layers"])
     prefix = "bert." if "bert.embeddings.word_embeddings.weight" in source else ""
     weights = bert_layout.encoder_weights(config, _Adapter(source, prefix))
     # The `cls.` modules (MLM / NSP heads) are never under the `bert.` prefix.
     weights.update(bert_layout.head_weights(config, _Adapter(source, "")))
     return weights
+
+
+def _task_head(source, hf_config, config):
+    """The head of a transformers BertFor{SequenceClassification,...} checkpoint, else None."""
+    architectures = hf_config.get("architectures") or []
+    for task, (architecture, module) in TASK_ARCHITECTURES.items():
+        if architecture not in architectures or f"{module}.weight" not in source:
+            continue
+        labels = hf_config.get("id2label") or {}
+        units = {"BertForQuestionAnswering": 2, "BertForMultipleChoice": 1}.get(
+            architecture, len(labels) or hf_config.get("num_labels", 2))
+        names = [str(labels[key]) for key in sorted(labels, key=int)]
+        default = names == [f"LABEL_{index}" for index in range(len(names))]
+        return {"task": task,
+                "kernel": source.get(f"{module}.weight", (units, config["hidden_dim"])).T,
+                "bias": source.get(f"{module}.bias", (units,)),
+                "label_names": None if default or not names else names}
+    return None
 
 
 class _Adapter:

@@ -60,6 +60,8 @@ KERAS_HUB_NAMES = {
     "pooler/kernel": "pooled_dense/kernel",
     "pooler/bias": "pooled_dense/bias",
 }
+# BertTextClassifier's head: a Dense named "logits" (our BertClassifier's classifier_head).
+CLASSIFIER_HEAD_NAMES = {"kernel": "logits/kernel", "bias": "logits/bias"}
 # Our MLM head (a BertPretrainer's) -> BertMaskedLM's `mlm_head` variables (a task variable).
 MASKED_LM_HEAD_NAMES = {
     "mlm/transform/kernel": "mlm_head/intermediate_dense/kernel",
@@ -92,6 +94,7 @@ def load(directory, load_weights=True):
             config_file=config_path)
         weights = from_keras_hub(source, config)
         weights.update(_masked_lm_head(directory, config))
+    task_head = _classifier_head(directory, config) if load_weights else None
     vocabulary_path = os.path.join(directory, "assets", "tokenizer", "vocabulary.txt")
     return Checkpoint(
         config=config,
@@ -99,6 +102,7 @@ def load(directory, load_weights=True):
         vocabulary_path=vocabulary_path if os.path.exists(vocabulary_path) else None,
         lowercase=_lowercase(directory),
         format="keras_hub",
+        task_head=task_head,
     )
 
 
@@ -106,17 +110,35 @@ def _masked_lm_head(directory, config):
     """Our `mlm/...` weights from a BertMaskedLM preset's task.weights.h5 (what save_keras_hub
     writes for a BertPretrainer), so BertPretrainer.from_preset reads its head back; {} for
     any other preset."""
+    source = _task_weights(directory, "BertMaskedLM")
+    if source is None:
+        return {}
+    return {weight.name: source.get(MASKED_LM_HEAD_NAMES[weight.name], weight.shape)
+            for weight in weight_table.head_weights("mlm", config)}
+
+
+def _classifier_head(directory, config):
+    """A BertTextClassifier preset's `logits` Dense as a Checkpoint.task_head, else None."""
+    source = _task_weights(directory, "BertTextClassifier")
+    if source is None:
+        return None
+    units = int(source.get_unchecked(CLASSIFIER_HEAD_NAMES["bias"]).shape[0])
+    return {"task": "BertClassifier", "label_names": None,
+            "kernel": source.get(CLASSIFIER_HEAD_NAMES["kernel"], (config["hidden_dim"], units)),
+            "bias": source.get(CLASSIFIER_HEAD_NAMES["bias"], (units,))}
+
+
+def _task_weights(directory, class_name):
+    """A TensorSource over task.weights.h5 when task.json names `class_name`, else None."""
     task_path = os.path.join(directory, TASK_CONFIG_FILE)
     weights_path = os.path.join(directory, TASK_WEIGHTS_FILE)
     if not (os.path.exists(task_path) and os.path.exists(weights_path)):
-        return {}
+        return None
     with open(task_path) as f:
-        if json.load(f).get("class_name") != "BertMaskedLM":
-            return {}
-    source = TensorSource(*_dict_source(read_weights_h5(weights_path)), where=weights_path,
-                          config_file=task_path)
-    return {weight.name: source.get(MASKED_LM_HEAD_NAMES[weight.name], weight.shape)
-            for weight in weight_table.head_weights("mlm", config)}
+        if json.load(f).get("class_name") != class_name:
+            return None
+    return TensorSource(*_dict_source(read_weights_h5(weights_path)), where=weights_path,
+                        config_file=task_path)
 
 
 def encoder_config(backbone_config):

@@ -23,6 +23,12 @@ class TensorSource:
     def __contains__(self, name):
         return name in self.names
 
+    def get_unchecked(self, name):
+        """A tensor whose shape the config does not fix (a task head's number of classes)."""
+        if name not in self.names:
+            raise CheckpointMismatchError(f"{self.where} has no variable '{name}'.")
+        return np.asarray(self._read(name))
+
     def get(self, name, shape):
         if name not in self.names:
             raise CheckpointMismatchError(

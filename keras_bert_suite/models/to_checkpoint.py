@@ -25,16 +25,13 @@ import numpy as np
 from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.google_bert_writer import write_google_bert
 from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
-from keras_bert_suite.checkpoints.keras_hub import MASKED_LM_HEAD_NAMES
+from keras_bert_suite.checkpoints.huggingface import TASK_ARCHITECTURES
+from keras_bert_suite.checkpoints.keras_hub import CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub
 
-# Task model -> (its transformers class, our head's Dense layer, that layer's module there).
-TASK_HEADS = {
-    "BertClassifier": ("BertForSequenceClassification", "classifier_head", "classifier"),
-    "BertTokenClassifier": ("BertForTokenClassification", "classifier_head", "classifier"),
-    "BertSpanLabeler": ("BertForQuestionAnswering", "span_head", "qa_outputs"),
-    "BertMultipleChoice": ("BertForMultipleChoice", "choice_head", "classifier"),
-}
+# Task model -> (its transformers class, its head's module there); the head's Dense layer is
+# the task's `head_layer`.
+TASK_HEADS = TASK_ARCHITECTURES
 ENCODER_ONLY = ("BertEncoder", "BertFeatureExtractor")
 
 logger = logging.getLogger(__name__)
@@ -60,8 +57,8 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     config, weights = _config_and_weights(model)
     head_tensors, extra = {}, {}
     if name in TASK_HEADS:
-        architecture, layer, module = TASK_HEADS[name]
-        dense = getattr(model, layer)
+        architecture, module = TASK_HEADS[name]
+        dense = model.head_layer
         head_tensors = {f"{module}.weight": _numpy(dense.kernel).T,
                         f"{module}.bias": _numpy(dense.bias)}
         extra = _label_config(model)
@@ -137,7 +134,8 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
         task = "BertTextClassifier"
         task_arguments = {"num_classes": model.num_classes, "dropout": model.dropout}
         dense = model.classifier_head
-        task_weights = {"logits/kernel": _numpy(dense.kernel), "logits/bias": _numpy(dense.bias)}
+        task_weights = {CLASSIFIER_HEAD_NAMES[variable]: _numpy(getattr(dense, variable))
+                        for variable in ("kernel", "bias")}
     elif name == "BertPretrainer":
         task = "BertMaskedLM"
         task_weights = {theirs: weights[ours] for ours, theirs in MASKED_LM_HEAD_NAMES.items()}

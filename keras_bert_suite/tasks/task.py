@@ -11,6 +11,7 @@
 * `get_config` / `from_config` / `.keras` round trip; `from_preset` and `save_to_preset`.
 """
 
+import inspect
 import json
 import logging
 import os
@@ -84,6 +85,10 @@ class BertTask(BertModelBase, keras.Model):
     input_rank = 2
     input_legend = "[batch, sequence_length]"
 
+    # The attribute holding the head's Dense layer, which other libraries' task checkpoints
+    # (transformers' BertFor*, KerasHub's BertTextClassifier) have too; None: no such head.
+    head_layer_name = None
+
     # The preprocessor `from_preset` builds, and its default sequence length.
     preprocessor_class = BertPreprocessor
     default_sequence_length = 128
@@ -98,6 +103,10 @@ class BertTask(BertModelBase, keras.Model):
         self.output_names = sorted(outputs) if isinstance(outputs, dict) else ["logits"]
         self.encoder = encoder
         self.preprocessor = preprocessor
+
+    @property
+    def head_layer(self):
+        return getattr(self, self.head_layer_name)
 
     @property
     def backbone(self):
@@ -329,10 +338,33 @@ class BertTask(BertModelBase, keras.Model):
     @classmethod
     def _from_checkpoint(cls, preset, load_weights, encoder_overrides, preprocessor,
                          task_arguments):
-        """The task with its encoder from `preset` and a new head (the pretrainer also takes
-        its heads from the checkpoint)."""
-        encoder = BertEncoder.from_preset(preset, load_weights=load_weights, **encoder_overrides)
-        return cls(encoder, preprocessor=preprocessor, **task_arguments)
+        """The task with its encoder from `preset`, and its head too when the checkpoint is
+        this task fine-tuned elsewhere (transformers' BertFor*, KerasHub's
+        BertTextClassifier) and `task_arguments` agree with it; else a new head."""
+        from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+        from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
+
+        checkpoint = resolve_checkpoint(preset, load_weights=load_weights)  # read once
+        encoder = encoder_from_checkpoint(
+            BertEncoder, checkpoint, preset, load_weights, **encoder_overrides)
+        head = checkpoint.task_head
+        if head is None or head["task"] != cls.__name__:
+            return cls(encoder, preprocessor=preprocessor, **task_arguments)
+        units = head["kernel"].shape[1]
+        if ("num_classes" in inspect.signature(cls.__init__).parameters
+                and task_arguments.get("num_classes", units) == units):
+            task_arguments = {"num_classes": units, "label_names": head["label_names"],
+                              **task_arguments}
+        task = cls(encoder, preprocessor=preprocessor, **task_arguments)
+        dense = task.head_layer
+        if tuple(dense.kernel.shape) != head["kernel"].shape:
+            logger.info("%s holds a %d-unit %s head; num_classes=%s asks for another: the "
+                        "head is new.", preset, units, cls.__name__,
+                        task_arguments.get("num_classes"))
+            return task
+        dense.kernel.assign(head["kernel"])
+        dense.bias.assign(head["bias"])
+        return task
 
     def preset_weights(self):
         """{canonical weight name: variable} written to the preset's model.weights.npz."""

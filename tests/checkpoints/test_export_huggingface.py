@@ -178,3 +178,33 @@ def test_bad_input_says_what_is_wrong(tmp_path):
                                          "vocabulary_size is 30522"):
         save_huggingface(BertEncoder.from_preset(PRESET, load_weights=False), tmp_path / "hf",
                          vocabulary=["[PAD]", "[CLS]", "[SEP]"])
+
+
+@pytest.mark.parametrize("task_class, arguments", [
+    (BertClassifier, {"num_classes": 3, "label_names": ["negative", "neutral", "positive"]}),
+    (BertClassifier, {"num_classes": 1}),
+    (BertTokenClassifier, {"num_classes": 3, "label_names": ["O", "B-PER", "I-PER"]}),
+    (BertSpanLabeler, {}),
+    (BertMultipleChoice, {"num_choices": 2}),
+])
+def test_task_models_come_back_exactly(tmp_path, task_class, arguments):
+    """Ours -> Hugging Face -> ours: `from_preset` on the directory gives the task back with
+    its head (and label names) bit for bit; the heads with no pooler keep a fresh one."""
+    keras = pytest.importorskip("keras")
+    keras.utils.set_random_seed(5)
+    model = task_class.from_preset(PRESET, sequence_length=16, **arguments)
+    path = save_huggingface(model, tmp_path / "hf")
+    back = task_class.from_preset(path, sequence_length=16,
+                                  **{k: v for k, v in arguments.items() if k == "num_choices"})
+    assert getattr(back, "label_names", None) == arguments.get("label_names")
+    for variable in ("kernel", "bias"):
+        np.testing.assert_array_equal(to_numpy(getattr(back.head_layer, variable)),
+                                      to_numpy(getattr(model.head_layer, variable)))
+    for name, value in _weights(model.encoder).items():
+        if not (name.startswith("pooler/") and task_class in (BertTokenClassifier,
+                                                               BertSpanLabeler)):
+            np.testing.assert_array_equal(_weights(back.encoder)[name], value, err_msg=name)
+    # Asking for another head size keeps the encoder and starts a new head.
+    if task_class is BertClassifier and arguments["num_classes"] == 3:
+        other = BertClassifier.from_preset(path, num_classes=2)
+        assert tuple(other.head_layer.kernel.shape) == (384, 2)

@@ -160,10 +160,14 @@ def test_classifier_is_a_bert_text_classifier(tmp_path, inputs):
         # raw text through each one's own preprocessor: the same logits
         assert_close(theirs.predict(texts, verbose=0), classifier.predict(texts, verbose=0),
                      rtol=PARITY_RTOL, atol=PARITY_ATOL)
-    # Our reader takes the encoder from it (the head needs num_classes: a new one).
-    back = BertClassifier.from_preset(path, num_classes=2)
+    # Ours -> KerasHub -> ours: encoder and head come back exactly (KerasHub keeps no names).
+    back = BertClassifier.from_preset(path)
     for name, value in _weights(classifier.encoder).items():
         np.testing.assert_array_equal(_weights(back.encoder)[name], value, err_msg=name)
+    assert back.num_classes == 2 and back.label_names is None
+    for variable in ("kernel", "bias"):
+        np.testing.assert_array_equal(to_numpy(getattr(back.classifier_head, variable)),
+                                      to_numpy(getattr(classifier.classifier_head, variable)))
 
 
 def test_pretrainer_is_a_bert_masked_lm_and_comes_back(tmp_path, inputs, caplog):

@@ -37,6 +37,7 @@ class BertClassifier(BertTask):
     """
 
     task_name = "classifier"
+    head_layer_name = "classifier_head"  # its Dense, as checkpoints of other libraries hold it
 
     def __init__(self, encoder=None, num_classes=None, preprocessor=None, dropout=0.1,
                  label_names=None, backbone=None, **kwargs):

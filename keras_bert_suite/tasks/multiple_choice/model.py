@@ -40,6 +40,7 @@ class BertMultipleChoice(BertTask):
     """
 
     task_name = "multiple_choice"
+    head_layer_name = "choice_head"  # its Dense, as checkpoints of other libraries hold it
     preprocessor_class = MultipleChoicePreprocessor
     input_rank = 3
     input_legend = "[batch, num_choices, sequence_length]"

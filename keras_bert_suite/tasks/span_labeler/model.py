@@ -51,6 +51,7 @@ class BertSpanLabeler(BertTask):
     """
 
     task_name = "span_labeler"
+    head_layer_name = "span_head"  # its Dense, as checkpoints of other libraries hold it
     preprocessor_class = SpanLabelerPreprocessor
     default_sequence_length = 384
 

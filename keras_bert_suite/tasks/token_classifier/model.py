@@ -48,6 +48,7 @@ class BertTokenClassifier(BertTask):
     """
 
     task_name = "token_classifier"
+    head_layer_name = "classifier_head"  # its Dense, as checkpoints of other libraries hold it
     preprocessor_class = TokenClassifierPreprocessor
 
     def __init__(self, encoder=None, num_classes=None, preprocessor=None, dropout=0.1,
