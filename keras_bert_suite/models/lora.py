@@ -64,8 +64,8 @@ def without_lora(model):
     """`model` (an encoder or a task) with each W + alpha / r A B folded into a plain kernel,
     as a new model without adapters; `model` itself when it has none. The copy computes the
     same function at the cost of the model without LoRA: exports serve it."""
-    encoder = model if hasattr(model, "transformer_layers") else model.encoder
-    if encoder.lora_rank is None:
+    encoder = model if hasattr(model, "transformer_layers") else getattr(model, "encoder", None)
+    if getattr(encoder, "lora_rank", None) is None:  # no adapters (or not one of our models)
         return model
     config = model.get_config()
     (config if model is encoder else config["encoder"]["config"]).update(
