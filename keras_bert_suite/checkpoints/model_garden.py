@@ -115,7 +115,10 @@ def _read_weights(prefix, config, config_path):
     source = TensorSource(names, reader.get_tensor, where=f"checkpoint {prefix}",
                           config_file=config_path)
     root = _encoder_root(names, prefix)
-    _check_layer_count(names, root, config["num_layers"], source)
+    # A block past the config's layers would be dropped silently, or the first misread as
+    # the pooler (`layer_with_weights-{4+L}`).
+    source.check_layer_count(f"^{re.escape(root)}layer_with_weights-(\\d+)/_attention_layer/",
+                             config["num_layers"], first_index=FIRST_BLOCK)
     sizes, weights = weight_table.dimensions(config), {}
     for weight in weight_table.encoder_weights(config):
         key = _key(weight, root, config["num_layers"], names)
@@ -160,21 +163,3 @@ def _root(names, suffix, prefix):
             f"checkpoint {prefix} has several objects ending in '{suffix}': under {roots}. "
             f"Only one BERT encoder per checkpoint can be read.")
     return roots[0] if roots else None
-
-
-def _check_layer_count(names, root, num_layers, source):
-    """A transformer layer the config does not have would otherwise be dropped silently (or
-    misread as the pooler, `layer_with_weights-{4+L}`)."""
-    extra = {}  # block number -> its keys, for blocks past the config's last layer
-    for name in names:
-        found = _BLOCK.match(name)
-        if found and found.group(1) == root and int(found.group(2)) >= FIRST_BLOCK + num_layers:
-            extra.setdefault(int(found.group(2)), []).append(name)
-    if extra:
-        block = min(extra)
-        raise CheckpointMismatchError(
-            f"{source.where}: variable '{min(extra[block])}' belongs to transformer layer "
-            f"{block - FIRST_BLOCK} (the checkpoint has {max(extra) - FIRST_BLOCK + 1}), but "
-            f"{source.config_file} says num_hidden_layers={num_layers}: its layers are "
-            f"layer_with_weights-{FIRST_BLOCK}..{FIRST_BLOCK + num_layers - 1} and its pooler "
-            f"layer_with_weights-{FIRST_BLOCK + num_layers}. The weights do not match the config.")

@@ -42,17 +42,18 @@ class TensorSource:
                 f"{self.config_file} implies {tuple(shape)}.")
         return value
 
-    def check_layer_count(self, layer_pattern, num_layers):
+    def check_layer_count(self, layer_pattern, num_layers, first_index=0):
         """Fails on a variable of a transformer layer past the config's `num_layers`
-        (`layer_pattern`: a regex whose group 1 is the layer index): reading on would drop
-        those layers silently."""
+        (`layer_pattern`: a regex whose group 1 numbers the layers, layer 0 being
+        `first_index`): reading on would drop those layers silently."""
         pattern = re.compile(layer_pattern)
-        extra = sorted((int(found.group(1)), name) for name in self.names
+        extra = sorted((int(found.group(1)) - first_index, name) for name in self.names
                        for found in [pattern.search(name)] if found
-                       and int(found.group(1)) >= num_layers)
+                       and int(found.group(1)) - first_index >= num_layers)
         if extra:
             layers = 1 + max(index for index, _ in extra)
             raise CheckpointMismatchError(
                 f"{self.where} has variable '{extra[0][1]}' of transformer layer "
                 f"{extra[0][0]}, but {self.config_file} says there are {num_layers} layers "
-                f"(the checkpoint has at least {layers}). The weights do not match the config.")
+                f"(num_hidden_layers={num_layers}; the checkpoint has {layers}). The weights "
+                f"do not match the config.")
