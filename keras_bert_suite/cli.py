@@ -101,22 +101,16 @@ def _vocab(args):
     print(f"Wrote {args.output}")
 
 
-def _pretrain(args):
-    from keras_bert_suite import recipe_runner
+def _recipe_command(command):
+    """`kbs pretrain|finetune|distill RECIPE`: load the recipe, check its kind, run it."""
+    def run(args):
+        from keras_bert_suite import recipe_runner
 
-    recipe = recipe_runner.load_recipe(args.recipe, overrides=args.set)
-    output = args.output or os.path.join("runs", recipe["name"])
-    print(f"Recipe {recipe['name']} -> {output}", file=sys.stderr)
-    recipe_runner.run_recipe(recipe, output, command="pretrain")
-
-
-def _finetune(args):
-    from keras_bert_suite import recipe_runner
-
-    recipe = recipe_runner.load_recipe(args.recipe, overrides=args.set)
-    output = args.output or os.path.join("runs", recipe["name"])
-    print(f"Recipe {recipe['name']} -> {output}", file=sys.stderr)
-    recipe_runner.run_recipe(recipe, output, command="finetune")
+        recipe = recipe_runner.load_recipe(args.recipe, overrides=args.set)
+        output = args.output or os.path.join("runs", recipe["name"])
+        print(f"Recipe {recipe['name']} -> {output}", file=sys.stderr)
+        recipe_runner.run_recipe(recipe, output, command=command)
+    return run
 
 
 def _embed(args):
@@ -163,6 +157,17 @@ def _export(args):
     print(f"Exported {args.model} -> {path}")
 
 
+def _add_recipe_command(commands, name, description, example, override):
+    """`kbs NAME RECIPE [--set KEY=VALUE ...] [--output DIR]`."""
+    command = commands.add_parser(name, help=description)
+    command.add_argument("recipe", help=f"a name in recipes/ (e.g. {example}) or a path")
+    command.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                         help=f"override a recipe value: dotted key, JSON value "
+                              f"(e.g. --set {override})")
+    command.add_argument("--output", help="run directory (default runs/<recipe name>)")
+    command.set_defaults(run=_recipe_command(name), user_errors=True)
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="kbs", description="keras_bert_suite: BERT for Keras 3, from pretraining to TF Serving.")
@@ -207,23 +212,15 @@ def build_parser():
     vocab.add_argument("--cased", action="store_true")
     vocab.set_defaults(run=_vocab)
 
-    pretrain = commands.add_parser(
-        "pretrain", help="run a pretraining recipe (resumes a run left in --output)")
-    pretrain.add_argument("recipe", help="a name in recipes/ (e.g. pretrain_cpu_smoke) or a path")
-    pretrain.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                          help="override a recipe value: dotted key, JSON value "
-                               "(e.g. --set training.optimizer.learning_rate=5e-4)")
-    pretrain.add_argument("--output", help="run directory (default runs/<recipe name>)")
-    pretrain.set_defaults(run=_pretrain, user_errors=True)
-
-    finetune = commands.add_parser(
-        "finetune", help="run a fine-tuning recipe (classification, squad, ner, multiple_choice)")
-    finetune.add_argument("recipe", help="a name in recipes/ (e.g. sentiment_rotten_tomatoes_cpu) "
-                                         "or a path")
-    finetune.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                          help="override a recipe value (e.g. --set training.epochs=2)")
-    finetune.add_argument("--output", help="run directory (default runs/<recipe name>)")
-    finetune.set_defaults(run=_finetune, user_errors=True)
+    _add_recipe_command(commands, "pretrain",
+                        "run a pretraining recipe (resumes a run left in --output)",
+                        "pretrain_cpu_smoke", "training.optimizer.learning_rate=5e-4")
+    _add_recipe_command(commands, "finetune", "run a fine-tuning recipe (classification, "
+                        "squad, ner, multiple_choice)", "sentiment_rotten_tomatoes_cpu",
+                        "training.epochs=2")
+    _add_recipe_command(commands, "distill", "run a distillation recipe: a fine-tuned "
+                        "teacher -> a smaller student", "distill_rotten_tomatoes_cpu",
+                        "distillation.student_layers=2")
 
     embed = commands.add_parser("embed", help="sentence or token vectors for a text file")
     embed.add_argument("file", help="one text per line (.txt) or JSON Lines with \"text\"")

@@ -27,7 +27,7 @@ from tests.numerics import assert_close
 
 FINETUNE_RECIPES = sorted(
     name for name in (f[:-5] for f in os.listdir(recipe_runner.RECIPES_DIR) if f.endswith(".json"))
-    if load_recipe(name)["task"] != "pretrainer")
+    if load_recipe(name)["task"] != "pretrainer" and "distillation" not in load_recipe(name))
 TINY = ["model.preset=bert_uncased_L-2_H-128_A-2", "model.load_weights=false",
         "training.num_train_steps=2", "training.batch_size=8", "evaluation.batch_size=16"]
 

@@ -2,6 +2,10 @@
 
     config.json         {"format": "keras_bert_suite", "format_version": 2,
                          "class_name": "BertEncoder", "config": {architecture arguments}}
+                        A pruned encoder's config also holds its per-layer sizes
+                        (`layer_num_heads`, `layer_intermediate_dims`) and is
+                        format_version 3, so an older reader says to upgrade instead of
+                        failing on the unknown arguments; other presets stay version 2.
     model.weights.npz   {canonical weight name: array} (checkpoints/weight_table.py names; also
                         `mlm/...`, `nsp/...` when a pretrainer saved its heads)
                         Version 1 stored each qkv kernel [H, 3H] and bias [3H]; they load
@@ -26,7 +30,10 @@ from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 
 NAME = "keras_bert_suite preset directory"
 FORMAT_MARKER = "keras_bert_suite"
-FORMAT_VERSION = 2  # 2: the qkv kernel is [H, 3, N, H/N] (1: [H, 3H])
+FORMAT_VERSION = 3  # 3: per-layer sizes; 2: the qkv kernel is [H, 3, N, H/N] (1: [H, 3H])
+UNPRUNED_FORMAT_VERSION = 2  # what a preset without per-layer sizes is written as
+# Per-layer sizes of a pruned encoder (keras_bert_suite.pruning), kept when not None.
+PER_LAYER_CONFIG_KEYS = ("layer_num_heads", "layer_intermediate_dims")
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.npz"
 VOCABULARY_FILE = "vocab.txt"
@@ -52,11 +59,14 @@ def save(directory, config, weight_map, vocabulary=None, lowercase=True):
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}.", dir=parent)
     try:
+        architecture = {key: config[key] for key in ENCODER_CONFIG_KEYS if key in config}
+        per_layer = {key: list(config[key]) for key in PER_LAYER_CONFIG_KEYS
+                     if config.get(key) is not None}
         write_json(os.path.join(staging, CONFIG_FILE), {
             "format": FORMAT_MARKER,
-            "format_version": FORMAT_VERSION,
+            "format_version": FORMAT_VERSION if per_layer else UNPRUNED_FORMAT_VERSION,
             "class_name": "BertEncoder",
-            "config": {key: config[key] for key in ENCODER_CONFIG_KEYS if key in config},
+            "config": {**architecture, **per_layer},
         })
         np.savez(os.path.join(staging, WEIGHTS_FILE),
                  **{name: _to_numpy(value) for name, value in weight_map.items()})

@@ -23,18 +23,26 @@ class BertSelfAttention(keras.layers.Layer):
     Inputs: `x` [B, T, H] and `attention_mask` [B, 1, 1, T] (True = attend); optionally
     `queries` [B, Q, H] to compute only Q output rows (the pretrainer's last layer: see
     `BertEncoder.encode_at`).
+
+    `head_dim` (Dh) defaults to hidden_dim // num_heads. A structurally pruned layer
+    (`keras_bert_suite.pruning`) keeps the head size of the unpruned model with fewer heads:
+    N heads of `head_dim`, a [H, 3, N, Dh] qkv kernel and a [N * Dh, H] output kernel.
     """
 
-    def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02, **kwargs):
+    def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02,
+                 head_dim=None, **kwargs):
         super().__init__(**kwargs)
-        if hidden_dim % num_heads:
+        if num_heads < 1 or (head_dim is not None and head_dim < 1):
+            raise ValueError(f"num_heads ({num_heads}) and head_dim ({head_dim}) must be at "
+                             "least 1.")
+        if head_dim is None and hidden_dim % num_heads:
             raise ValueError(
                 f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads}).")
         self.num_heads = num_heads
         self.hidden_dim = hidden_dim
         self.dropout = dropout
         self.initializer_range = initializer_range
-        self.head_dim = hidden_dim // num_heads
+        self.head_dim = hidden_dim // num_heads if head_dim is None else head_dim
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.qkv = FusedQKV(
@@ -45,9 +53,14 @@ class BertSelfAttention(keras.layers.Layer):
             hidden_dim, kernel_initializer=initializer, dtype=self.dtype_policy, name="output")
         self.probs_dropout = BertDropout(dropout, dtype=self.dtype_policy)
 
+    @property
+    def attention_dim(self):
+        """N * Dh: the width of the concatenated heads (hidden_dim unless pruned)."""
+        return self.num_heads * self.head_dim
+
     def build(self, x_shape, attention_mask_shape=None, queries_shape=None):
         self.qkv.build(x_shape)
-        self.output_dense.build(tuple(x_shape[:-1]) + (self.hidden_dim,))
+        self.output_dense.build(tuple(x_shape[:-1]) + (self.attention_dim,))
         self.built = True
 
     def call(self, x, attention_mask=None, training=None, queries=None):
@@ -67,7 +80,7 @@ class BertSelfAttention(keras.layers.Layer):
         else:
             context = ops.dot_product_attention(query, key, value, mask=attention_mask)
         batch, num_queries = ops.shape(context)[0], ops.shape(context)[1]
-        context = ops.reshape(context, (batch, num_queries, self.hidden_dim))  # [B, Q, H]
+        context = ops.reshape(context, (batch, num_queries, self.attention_dim))  # [B, Q, N Dh]
         return self.output_dense(context)
 
     def _project_separately(self, queries, x):
@@ -100,5 +113,11 @@ class BertSelfAttention(keras.layers.Layer):
             hidden_dim=self.hidden_dim,
             dropout=self.dropout,
             initializer_range=self.initializer_range,
+            # None when it is hidden_dim // num_heads: unpruned configs read as they always did.
+            head_dim=None if self._default_head_dim() else self.head_dim,
         )
         return config
+
+    def _default_head_dim(self):
+        return not self.hidden_dim % self.num_heads and (
+            self.head_dim == self.hidden_dim // self.num_heads)

@@ -1,6 +1,7 @@
 """One post-LayerNorm transformer encoder block, as BERT uses it."""
 
 import keras
+from keras import ops
 
 from keras_bert_suite.layers.attention import BertSelfAttention
 from keras_bert_suite.layers.dropout import BertDropout
@@ -14,6 +15,8 @@ class TransformerBlock(keras.layers.Layer):
     """x = LN(x + Attention(x)); x = LN(x + FFN(x)) with FFN = Dense(GELU(Dense(x))).
 
     GELU is the exact erf form that the released BERT checkpoints were trained with.
+    `num_heads` heads of `head_dim` (default hidden_dim // num_heads; a pruned layer has
+    fewer heads of the unpruned size, see `BertSelfAttention`).
     """
 
     def __init__(
@@ -24,6 +27,7 @@ class TransformerBlock(keras.layers.Layer):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        head_dim=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -33,12 +37,13 @@ class TransformerBlock(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.head_dim = head_dim
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         policy = self.dtype_policy
         self.attention = BertSelfAttention(
             num_heads, hidden_dim, dropout=dropout, initializer_range=initializer_range,
-            dtype=policy, name="attention")
+            head_dim=head_dim, dtype=policy, name="attention")
         self.attention_dropout = BertDropout(dropout, dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
@@ -69,12 +74,25 @@ class TransformerBlock(keras.layers.Layer):
         queries = None
         if positions is not None:
             queries = gather_rows(x, positions)
-        attended = self.attention(x, attention_mask, training=training, queries=queries)
-        x = x if queries is None else queries
-        x = self.attention_layer_norm(x + self.attention_dropout(attended, training=training))
+        x = self._attention_sublayer(x, attention_mask, training, queries)  # [B, T or Q, H]
         hidden = exact_gelu(self.intermediate_dense(x))  # [B, T or Q, I]
         hidden = self.output_dense(hidden)
         return self.output_layer_norm(x + self.output_dropout(hidden, training=training))
+
+    def _attention_sublayer(self, x, attention_mask, training=None, queries=None):
+        """LN(x + Attention(x)), at the rows of `queries` when given."""
+        attended = self.attention(x, attention_mask, training=training, queries=queries)
+        x = x if queries is None else queries
+        return self.attention_layer_norm(x + self.attention_dropout(attended, training=training))
+
+    def intermediate_activations(self, x, attention_mask=None):
+        """The feed-forward network's hidden activations GELU(x' W_in + b) [B, T, I] (x' the
+        attention sublayer's output), without dropout: what neuron pruning scores by."""
+        x = ops.convert_to_tensor(x, dtype=self.compute_dtype)
+        if attention_mask is not None:
+            attention_mask = ops.convert_to_tensor(attention_mask)
+        return exact_gelu(self.intermediate_dense(
+            self._attention_sublayer(x, attention_mask, training=False)))
 
     def compute_output_shape(self, x_shape, attention_mask_shape=None, positions_shape=None):
         if positions_shape is not None:
@@ -90,5 +108,6 @@ class TransformerBlock(keras.layers.Layer):
             dropout=self.dropout,
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
+            head_dim=self.head_dim,
         )
         return config

@@ -1,5 +1,7 @@
 """BertEncoder: the BERT backbone (embeddings, N transformer blocks, tanh pooler)."""
 
+import numbers
+
 import keras
 from keras import ops
 
@@ -13,15 +15,20 @@ def _attention_mask(padding_mask):
     return ops.cast(padding_mask, "bool")[:, None, None, :]
 
 
-def _encode(embeddings, blocks, pooler, inputs, rows=None):
-    """The encoder's forward pass: both the functional graph and `encode_at` are this call.
+def _encode(embeddings, blocks, pooler, inputs, rows=None, training=None):
+    """The encoder's forward pass: the functional graph, `encode_at` and distillation (which
+    reads the hidden states) are this call.
 
     rows: None, or [B, R] positions with [CLS] (0) first: the last block then computes only
     those rows (see `TransformerBlock.call`).
+    training: None follows the caller (Keras' call context); a bool sets it for every layer
+    here and for the layers the caller runs next (Keras keeps it in the context).
     Returns (output [B, T or R, H], pooled [B, H], hidden states: the embedding output and
     every block's output, the last one only at `rows` when given).
     """
-    x = embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, T, H]
+    # An explicit training=None would reset the context (dropout off): pass only a bool.
+    context = {} if training is None else {"training": training}
+    x = embeddings(inputs["token_ids"], inputs["segment_ids"], **context)  # [B, T, H]
     attention_mask = _attention_mask(inputs["padding_mask"])
     hidden_states = [x]
     for index, block in enumerate(blocks):
@@ -33,6 +40,55 @@ def _encode(embeddings, blocks, pooler, inputs, rows=None):
     if rows is not None and not blocks:  # nothing to skip: the rows are the embeddings'
         x = gather_rows(x, rows)
     return x, pooler(x[:, 0, :]), hidden_states
+
+
+def _per_layer(name, sizes, num_layers):
+    """None, or `sizes` checked to be `num_layers` positive integers (one per layer)."""
+    if sizes is None:
+        return None
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__"):
+        raise ValueError(f"{name} must be None or a list of {num_layers} positive integers "
+                         f"(one per transformer layer), got {sizes!r}.")
+    sizes = list(sizes)
+    if len(sizes) != num_layers:
+        raise ValueError(f"{name} has {len(sizes)} entries but the encoder has "
+                         f"num_layers={num_layers}: give one size per layer (or None for the "
+                         f"same size in every layer).")
+    for index, size in enumerate(sizes):
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
+            raise ValueError(f"{name}[{index}] is {size!r}: layer {index} needs a positive "
+                             f"integer (every layer keeps at least one head and one "
+                             f"feed-forward neuron).")
+    return [int(size) for size in sizes]
+
+
+def _check_model_parallel_split(heads, widths):
+    """Under a keras.distribution.ModelParallel whose layout map splits the attention heads
+    or the feed-forward width (`BertEncoder.get_layout_map`), every layer's count must be a
+    multiple of that mesh axis' size: a clear error here, not a sharding error later."""
+    distribution = keras.distribution.distribution()
+    # ModelParallel keeps its LayoutMap there (Keras 3.15 has no public accessor); other
+    # distributions (DataParallel, none) split nothing.
+    layout_map = getattr(distribution, "_layout_map", None)
+    if layout_map is None:
+        return
+    mesh = layout_map.device_mesh
+    for index, (count, width) in enumerate(zip(heads, widths)):
+        block = f"transformer_layer_{index}"
+        for path, axis, size, what in (
+                (f"{block}/attention/qkv/kernel", 2, count, "attention heads"),  # [H, 3, N, Dh]
+                (f"{block}/intermediate/kernel", 1, width, "feed-forward neurons")):  # [H, I]
+            layout = layout_map[path]
+            name = None if layout is None or len(layout.axes) <= axis else layout.axes[axis]
+            if name is None:
+                continue
+            devices = mesh.shape[list(mesh.axis_names).index(name)]
+            if size % devices:
+                raise ValueError(
+                    f"Layer {index} has {size} {what}, which the '{name}' mesh axis "
+                    f"({devices} devices) cannot split evenly ({path}). Use a model-parallel "
+                    f"size that divides every layer's count, or prune to multiples of "
+                    f"{devices} (layer_num_heads / layer_intermediate_dims).")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -52,6 +108,18 @@ class BertEncoder(keras.Model):
     >>> outputs = encoder(preprocessor(["The senate passed the bill."]))
     >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
     ((1, 16, 384), (1, 384))
+
+    Per-layer sizes (what `keras_bert_suite.pruning` produces): `layer_num_heads` gives each
+    layer's number of attention heads and `layer_intermediate_dims` its feed-forward width
+    (None: `num_heads` and `intermediate_dim` in every layer). The head size stays
+    hidden_dim // num_heads, so a layer with N' heads has a [H, 3, N', Dh] qkv kernel and a
+    [N' Dh, H] attention output kernel.
+
+    >>> small = BertEncoder(vocabulary_size=100, num_layers=2, num_heads=4, hidden_dim=32,
+    ...                     intermediate_dim=64, layer_num_heads=[4, 1],
+    ...                     layer_intermediate_dims=[64, 8])
+    >>> tuple(small.transformer_layers[1].attention.qkv.kernel.shape)  # [H, 3, N', Dh]
+    (32, 3, 1, 8)
     """
 
     def __init__(
@@ -70,8 +138,20 @@ class BertEncoder(keras.Model):
         lora_rank=None,
         lora_alpha=None,
         dtype=None,
+        layer_num_heads=None,
+        layer_intermediate_dims=None,
         **kwargs,
     ):
+        layer_num_heads = _per_layer("layer_num_heads", layer_num_heads, num_layers)
+        layer_intermediate_dims = _per_layer(
+            "layer_intermediate_dims", layer_intermediate_dims, num_layers)
+        heads = layer_num_heads or [num_heads] * num_layers
+        widths = layer_intermediate_dims or [intermediate_dim] * num_layers
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads}).")
+        head_dim = hidden_dim // num_heads
+        _check_model_parallel_split(heads, widths)
         policy = keras.dtype_policies.get(dtype) if dtype is not None else None
         embeddings = BertEmbeddings(
             vocabulary_size, max_sequence_length, num_segments, hidden_dim, dropout=dropout,
@@ -79,8 +159,10 @@ class BertEncoder(keras.Model):
             dtype=policy, name="embeddings")
         blocks = [
             TransformerBlock(
-                num_heads, hidden_dim, intermediate_dim, dropout=dropout,
+                heads[i], hidden_dim, widths[i], dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
+                # the unpruned head size (None keeps an unpruned block's config as it was)
+                head_dim=None if heads[i] == num_heads else head_dim,
                 dtype=policy, name=f"transformer_layer_{i}")
             for i in range(num_layers)
         ]
@@ -120,6 +202,8 @@ class BertEncoder(keras.Model):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.return_hidden_states = return_hidden_states
+        self.layer_num_heads = layer_num_heads
+        self.layer_intermediate_dims = layer_intermediate_dims
         self.lora_rank = self.lora_alpha = None
         if lora_rank is not None:
             self.enable_lora(lora_rank, lora_alpha)
@@ -157,7 +241,10 @@ class BertEncoder(keras.Model):
         all-reduce, and attention itself runs per device on its own heads. The token and
         position embedding tables are split along H. Everything else (LayerNorms, the biases
         added after an all-reduce, the pooler, heads) is replicated. `num_heads`,
-        `intermediate_dim` and `hidden_dim` must be multiples of the axis' size.
+        `intermediate_dim` and `hidden_dim` must be multiples of the axis' size, and so must
+        every entry of a pruned encoder's `layer_num_heads` / `layer_intermediate_dims`: an
+        encoder built under the distribution checks this and names the layer that cannot be
+        split.
 
         On JAX (and TensorFlow's prototype; PyTorch has no keras.distribution), with the
         devices of this machine (4 accelerators, or 4 virtual CPU devices from
@@ -218,7 +305,14 @@ class BertEncoder(keras.Model):
             "return_hidden_states": self.return_hidden_states,
             "lora_rank": self.lora_rank,
             "lora_alpha": self.lora_alpha,
+            "layer_num_heads": self.layer_num_heads,
+            "layer_intermediate_dims": self.layer_intermediate_dims,
         }
+
+    @property
+    def is_pruned(self):
+        """True when some layer has its own number of heads or feed-forward width."""
+        return self.layer_num_heads is not None or self.layer_intermediate_dims is not None
 
     @classmethod
     def from_config(cls, config):

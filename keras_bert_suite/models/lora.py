@@ -87,7 +87,9 @@ def without_lora(model):
         if tuple(value.shape) != tuple(target.shape):
             raise RuntimeError(f"Merging LoRA: '{source.path}' {tuple(value.shape)} does not "
                                f"fit '{target.path}' {tuple(target.shape)}.")
-        target.assign(keras.ops.cast(value, target.dtype))
+        # A copy: on JAX the source's own array would be shared, and a jitted step of either
+        # model donates (deletes) it under the other.
+        target.assign(keras.ops.convert_to_numpy(keras.ops.cast(value, target.dtype)).copy())
     if preprocessor is not None:
         copy.preprocessor = preprocessor
     return copy

@@ -54,7 +54,7 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     `lowercase` defaults to the tokenizer's.
     """
     name = _exportable_name(model, "save_huggingface")
-    config, weights = _config_and_weights(model)
+    config, weights = _config_and_weights(model, "save_huggingface")
     head_tensors, extra = {}, {}
     if name in TASK_HEADS:
         architecture, module = TASK_HEADS[name]
@@ -94,7 +94,7 @@ def save_google_bert(model, directory, vocabulary=None):
             f"save_google_bert takes a BertEncoder or a BertPretrainer, got {name}; the "
             f"original BERT checkpoint format has no task heads (pass model.encoder to write "
             f"a task model's encoder, or use save_huggingface).")
-    config, weights = _config_and_weights(model)
+    config, weights = _config_and_weights(model, "save_google_bert")
     tokens, _ = _vocabulary(model, vocabulary, config)
     return write_google_bert(directory, config, weights, vocabulary=tokens)
 
@@ -128,7 +128,7 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     one the preset gets KerasHub's BertTokenizer, `lowercase` defaulting to the tokenizer's.
     """
     name = _exportable_name(model, "save_keras_hub")
-    config, weights = _config_and_weights(model)
+    config, weights = _config_and_weights(model, "save_keras_hub")
     task, task_arguments, task_weights = None, None, None
     if name == "BertClassifier":
         task = "BertTextClassifier"
@@ -164,14 +164,31 @@ def _exportable_name(model, function):
     return name
 
 
-def _config_and_weights(model):
+def _config_and_weights(model, function):
     """(BertEncoder arguments, {canonical name: float32 array}: the encoder's, and the
     pretraining heads' for a BertPretrainer)."""
     encoder = model if type(model).__name__ == "BertEncoder" else model.encoder
+    _refuse_per_layer_sizes(encoder, function)
     config = {key: encoder.get_config()[key] for key in ENCODER_CONFIG_KEYS}
     variables = model.weight_map() if type(model).__name__ == "BertPretrainer" else (
         encoder.weight_map())
     return config, {key: _numpy(variable) for key, variable in variables.items()}
+
+
+def _refuse_per_layer_sizes(encoder, function):
+    """Hugging Face's, Google's and KerasHub's configs have one head count and one
+    feed-forward width for all layers: a pruned encoder cannot be written there."""
+    sizes = {key: value for key, value in (("layer_num_heads", encoder.layer_num_heads),
+                                           ("layer_intermediate_dims",
+                                            encoder.layer_intermediate_dims))
+             if value is not None}
+    if sizes:
+        described = ", ".join(f"{key}={value}" for key, value in sizes.items())
+        raise ValueError(
+            f"{function}: this encoder is pruned ({described}), and that format has one "
+            f"head count and one feed-forward width for every layer. Save it in one of our "
+            f"formats, which hold per-layer sizes: save_to_preset / save_preset (a preset "
+            f"directory), model.save('model.keras'), or export_saved_model for serving.")
 
 
 def _vocabulary(model, vocabulary, config):

@@ -9,7 +9,7 @@ defaults) and its run function. A recipe's "task" key picks the module.
 
 import os
 
-from keras_bert_suite.recipe_runner import finetuning
+from keras_bert_suite.recipe_runner import distillation, finetuning
 from keras_bert_suite.tasks.pretrainer import recipe as pretraining
 from keras_bert_suite.recipe_runner.finetuning import run_finetuning
 from keras_bert_suite.tasks.pretrainer.recipe import build_datasets, run_pretraining
@@ -28,6 +28,18 @@ TASKS = {
     "pretrainer": (pretraining.SCHEMA, run_pretraining, "pretrain"),
     **{task: (finetuning.SCHEMA, run_finetuning, "finetune") for task in TASK_NAMES},
 }
+# A fine-tuning recipe with a "distillation" section trains a student instead.
+DISTILLATION = (distillation.SCHEMA, distillation.run_distillation, "distill")
+
+
+def _kind(recipe_values, task):
+    """(schema, run function, command) of a recipe (its task and sections decide)."""
+    if "distillation" in recipe_values:
+        if task not in TASK_NAMES:
+            raise RecipeError(f"A distillation recipe needs a fine-tuning \"task\" "
+                              f"({', '.join(TASK_NAMES)}), got {task!r}.")
+        return DISTILLATION
+    return TASKS[task]
 
 
 def load_recipe(name_or_path, overrides=()):
@@ -41,14 +53,15 @@ def load_recipe(name_or_path, overrides=()):
     if task not in TASKS:
         raise RecipeError(f"Recipe {path}: unknown task {task!r}; known tasks: "
                           f"{', '.join(sorted(TASKS))}.")
-    recipe = apply_recipe(TASKS[task][0], values, overrides, source=path)
+    recipe = apply_recipe(_kind(values, task)[0], values, overrides, source=path)
     recipe["name"] = os.path.splitext(os.path.basename(path))[0]
     return recipe
 
 
 def run_recipe(recipe, output_dir, command=None, **kwargs):
-    """Runs a loaded recipe; `command` ("pretrain"/"finetune") checks it is the right kind."""
-    schema, run, expected_command = TASKS[recipe["task"]]
+    """Runs a loaded recipe; `command` ("pretrain"/"finetune"/"distill") checks it is the
+    right kind."""
+    schema, run, expected_command = _kind(recipe, recipe["task"])
     if command is not None and command != expected_command:
         raise RecipeError(f"`kbs {command}` cannot run recipe {recipe['name']!r}: its task "
                           f"{recipe['task']!r} runs with `kbs {expected_command}`.")

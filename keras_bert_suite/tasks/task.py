@@ -176,18 +176,27 @@ class BertTask(BertModelBase, keras.Model):
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
             shuffle=True, **kwargs):
         """`keras.Model.fit`; with a preprocessor, `x` may be raw text (see the class doc)."""
+        x, y, sample_weight, batch_size, validation_data, shuffle = self.fit_inputs(
+            x, y, sample_weight, batch_size, validation_data, shuffle,
+            kwargs.get("validation_split"))
+        return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                           validation_data=validation_data, shuffle=shuffle, **kwargs)
+
+    def fit_inputs(self, x, y, sample_weight, batch_size, validation_data, shuffle,
+                   validation_split=None):
+        """`fit`'s data with raw text turned into this task's tf.data pipelines (also what a
+        model that trains this task, such as `BertDistiller`, feeds to its own fit)."""
         pipeline = self._text_pipeline(x, y, sample_weight, batch_size, shuffle=shuffle)
         validation_data = self._validation_pipeline(validation_data, batch_size)
         if pipeline is not None:
-            if kwargs.get("validation_split"):
+            if validation_split:
                 raise ValueError("validation_split does not work on raw text; pass "
                                  "validation_data=(texts, labels) instead.")
             # The pipeline shuffled the examples already (Keras cannot shuffle a dataset).
-            x, y, sample_weight, batch_size, shuffle = pipeline, None, None, None, False
-        elif task_inputs.is_dataset(x):
+            return pipeline, None, None, None, validation_data, False
+        if task_inputs.is_dataset(x):
             shuffle = False  # a dataset shuffles itself; Keras would only warn
-        return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
-                           validation_data=validation_data, shuffle=shuffle, **kwargs)
+        return x, y, sample_weight, batch_size, validation_data, shuffle
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         pipeline = self._text_pipeline(x, y, sample_weight, batch_size)
@@ -233,6 +242,15 @@ class BertTask(BertModelBase, keras.Model):
                 progress.add(len(chunk[0]))
         return {name: task_inputs.decode_strings(_concatenate_rows([p[name] for p in parts]))
                 for name in parts[0]}
+
+    def head_outputs(self, encoder_outputs, inputs):
+        """The task's outputs from the encoder's ({"sequence_output", "pooled_output"}) and
+        the task's `inputs`: the head alone, the same layers as the model's graph. Lets a
+        caller that runs the encoder itself (distillation reads its hidden states) finish
+        the forward pass without running the encoder twice."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no head_outputs; distill it on its logits only "
+            "(hidden_weight=0, attention_weight=0).")
 
     def serving_signatures(self, **options):
         """{signature name: export.signature.ServingSignature} with "serving_default" (raw

@@ -7,6 +7,11 @@ from keras_bert_suite.tasks.task import (
     resolve_encoder)
 
 
+def _classify(dropout_layer, head, encoder_outputs):
+    """The head: pooled_output -> dropout -> Dense (the graph and `head_outputs` both)."""
+    return head(dropout_layer(encoder_outputs["pooled_output"]))
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertClassifier(BertTask):
     """pooled_output -> dropout -> Dense(num_classes): logits [B, num_classes] ("logits").
@@ -48,8 +53,7 @@ class BertClassifier(BertTask):
 
         # === Functional graph ===
         inputs = encoder_inputs()
-        pooled = encoder(inputs)["pooled_output"]  # [B, H]
-        logits = head(dropout_layer(pooled))  # [B, num_classes]
+        logits = _classify(dropout_layer, head, encoder(inputs))  # [B, num_classes]
         super().__init__(inputs, logits, encoder, preprocessor, **kwargs)
 
         self.num_classes = num_classes
@@ -58,6 +62,9 @@ class BertClassifier(BertTask):
         self.classifier_dropout = dropout_layer
         self.classifier_head = head
         self.compile()
+
+    def head_outputs(self, encoder_outputs, inputs=None):
+        return _classify(self.classifier_dropout, self.classifier_head, encoder_outputs)
 
     def serving_signatures(self, pair=False):
         from keras_bert_suite.tasks.classifier.serving import serving_signatures

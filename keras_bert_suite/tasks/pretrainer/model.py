@@ -4,6 +4,7 @@ import logging
 
 import keras
 
+from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
@@ -35,6 +36,15 @@ def _link_perplexity(loss, weighted_metrics):
         if isinstance(metric, MaskedLMPerplexity):
             mlm_loss.link_perplexity(metric)
             return  # one loss feeds one metric; any other computes its own
+
+
+def _pretraining_outputs(masked_lm_head, next_sentence_head, gathered, pooled):
+    """{"mlm_logits": [B, P, V]} from the rows at the masked positions, and "nsp_logits"
+    [B, 2] from the pooled output when there is an NSP head."""
+    outputs = {"mlm_logits": masked_lm_head(gathered)}
+    if next_sentence_head is not None:
+        outputs["nsp_logits"] = next_sentence_head(pooled)
+    return outputs
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -115,9 +125,8 @@ class BertPretrainer(BertTask):
         # heads read nothing else, and those rows are exactly the full encoder's.
         encoded = encoder.encode_at({name: inputs[name] for name in ENCODER_INPUTS},
                                     inputs[MASK_POSITIONS])
-        outputs = {"mlm_logits": masked_lm_head(encoded["gathered_output"])}  # [B, P, V]
-        if next_sentence_head is not None:
-            outputs["nsp_logits"] = next_sentence_head(encoded["pooled_output"])  # [B, 2]
+        outputs = _pretraining_outputs(masked_lm_head, next_sentence_head,
+                                       encoded["gathered_output"], encoded["pooled_output"])
         # BertTask names the outputs by their dict keys (sorted, as Keras flattens a dict),
         # so compile()'s loss / metric dicts and the labels line up by those names.
         super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
@@ -127,6 +136,13 @@ class BertPretrainer(BertTask):
         if not next_sentence_prediction:
             freeze_unused_pooler(encoder)  # nothing reads the pooled output without NSP
         self.compile()
+
+    def head_outputs(self, encoder_outputs, inputs):
+        """The heads on a full encoder pass (the graph runs the last layer at the masked
+        positions only; those rows are the same)."""
+        gathered = gather_rows(encoder_outputs["sequence_output"], inputs[MASK_POSITIONS])
+        return _pretraining_outputs(self.masked_lm_head, self.next_sentence_head, gathered,
+                                    encoder_outputs["pooled_output"])
 
     def _check_inputs(self, inputs):
         expected = ENCODER_INPUTS + (MASK_POSITIONS,)

@@ -14,6 +14,15 @@ LABEL_OUTPUTS = {"start_positions": "start_logits", "end_positions": "end_logits
 PADDING_LOGIT = -1e9
 
 
+def _span_logits(head, encoder_outputs, padding_mask):
+    """The head (the graph and `head_outputs` both): {"start_logits", "end_logits"} [B, T],
+    float32, padding positions at PADDING_LOGIT."""
+    logits = ops.cast(head(encoder_outputs["sequence_output"]), "float32")  # [B, T, 2]
+    real = ops.cast(padding_mask, "bool")  # [B, T]
+    return {"start_logits": ops.where(real, logits[:, :, 0], PADDING_LOGIT),
+            "end_logits": ops.where(real, logits[:, :, 1], PADDING_LOGIT)}
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertSpanLabeler(BertTask):
     """sequence_output -> Dense(2) -> {"start_logits": [B, T], "end_logits": [B, T]}.
@@ -63,16 +72,14 @@ class BertSpanLabeler(BertTask):
 
         # === Functional graph ===
         inputs = encoder_inputs()
-        logits = ops.cast(head(encoder(inputs)["sequence_output"]), "float32")  # [B, T, 2]
-        real = ops.cast(inputs["padding_mask"], "bool")  # [B, T]
-        outputs = {
-            "start_logits": ops.where(real, logits[:, :, 0], PADDING_LOGIT),  # [B, T]
-            "end_logits": ops.where(real, logits[:, :, 1], PADDING_LOGIT),  # [B, T]
-        }
+        outputs = _span_logits(head, encoder(inputs), inputs["padding_mask"])
         super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
         self.span_head = head
         freeze_unused_pooler(encoder)  # the head reads sequence_output only
         self.compile()
+
+    def head_outputs(self, encoder_outputs, inputs):
+        return _span_logits(self.span_head, encoder_outputs, inputs["padding_mask"])
 
     def predict(self, x, batch_size=None, verbose="auto", max_answer_length=30,
                 n_best_size=20, version_2_with_negative=False, null_score_diff_threshold=0.0,

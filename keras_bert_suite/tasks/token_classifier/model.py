@@ -12,6 +12,11 @@ from keras_bert_suite.training.losses import IGNORE_LABEL, MaskedSparseCategoric
 from keras_bert_suite.training.metrics import MaskedSparseCategoricalAccuracy
 
 
+def _tag(dropout_layer, head, encoder_outputs):
+    """The head: sequence_output -> dropout -> Dense (the graph and `head_outputs` both)."""
+    return head(dropout_layer(encoder_outputs["sequence_output"]))
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertTokenClassifier(BertTask):
     """sequence_output -> dropout -> Dense(num_classes): logits [B, T, num_classes].
@@ -60,8 +65,7 @@ class BertTokenClassifier(BertTask):
 
         # === Functional graph ===
         inputs = encoder_inputs()
-        sequence = encoder(inputs)["sequence_output"]  # [B, T, H]
-        logits = head(dropout_layer(sequence))  # [B, T, num_classes]
+        logits = _tag(dropout_layer, head, encoder(inputs))  # [B, T, num_classes]
         super().__init__(inputs, logits, encoder, preprocessor, **kwargs)
         freeze_unused_pooler(encoder)  # the head reads sequence_output only
 
@@ -82,6 +86,9 @@ class BertTokenClassifier(BertTask):
 
         return self._predict_text(tag_words, [x], batch_size, verbose,
                                   label_names=label_table(self.label_names, self.num_classes))
+
+    def head_outputs(self, encoder_outputs, inputs=None):
+        return _tag(self.classifier_dropout, self.classifier_head, encoder_outputs)
 
     def serving_signatures(self):
         from keras_bert_suite.tasks.token_classifier.serving import serving_signatures

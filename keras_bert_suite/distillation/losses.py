@@ -1,0 +1,79 @@
+"""The distillation losses, as functions of tensors (keras.ops only, float32 inside).
+
+* `soft_target_loss`: Hinton et al. 2015 — KL(teacher || student) of the temperature-softened
+  distributions over the last axis, times T^2 so its gradients keep their size as T changes.
+* `hidden_state_loss`: TinyBERT (Jiao et al. 2020) — mean squared error between a student
+  layer's output (projected to the teacher's width when they differ) and a teacher layer's.
+* `relation_loss`: MiniLM (Wang et al. 2020, 2021) — KL between the teacher's and the
+  student's self-attention relations softmax(A B^T / sqrt(d)) of a layer's queries, keys and
+  values, computed on relation heads, so the two may differ in width and in head count.
+
+Each returns one value per example [B], averaged over the positions `mask` marks; the
+distiller averages over the batch.
+"""
+
+from keras import ops
+
+
+def _float(x):
+    return ops.cast(x, "float32")
+
+
+def masked_mean(values, mask):
+    """values [B, ...positions] averaged over the positions where mask [B, ...] is 1 -> [B]."""
+    values = _float(values)
+    if mask is None:
+        return ops.mean(ops.reshape(values, (ops.shape(values)[0], -1)), axis=-1)
+    mask = _float(mask)
+    batch = ops.shape(values)[0]
+    total = ops.sum(ops.reshape(values * mask, (batch, -1)), axis=-1)
+    count = ops.sum(ops.reshape(mask, (batch, -1)), axis=-1)
+    return total / ops.maximum(count, 1.0)
+
+
+def kl_divergence(teacher_log_probs, student_log_probs):
+    """KL(p_t || p_s) over the last axis from log-probabilities -> [...]."""
+    return ops.sum(ops.exp(teacher_log_probs) * (teacher_log_probs - student_log_probs), axis=-1)
+
+
+def soft_target_loss(teacher_logits, student_logits, temperature=1.0, mask=None):
+    """T^2 KL(softmax(t / T) || softmax(s / T)) over the last axis, averaged over `mask`'s
+    positions ([B] or [B, T], 1 = counts) -> [B]. One logit (regression): squared error."""
+    teacher_logits, student_logits = _float(teacher_logits), _float(student_logits)
+    if teacher_logits.shape[-1] == 1:
+        return masked_mean(ops.squeeze(ops.square(student_logits - teacher_logits), -1), mask)
+    teacher = ops.log_softmax(teacher_logits / temperature, axis=-1)
+    student = ops.log_softmax(student_logits / temperature, axis=-1)
+    per_row = kl_divergence(teacher, student) * (temperature ** 2)  # [B] or [B, T]
+    return masked_mean(per_row, mask)
+
+
+def hidden_state_loss(teacher_hidden, student_hidden, padding_mask):
+    """Mean squared error over the features, averaged over real tokens: [B, T, H] x 2 -> [B]."""
+    error = ops.mean(ops.square(_float(student_hidden) - _float(teacher_hidden)), axis=-1)
+    return masked_mean(error, padding_mask)
+
+
+def relation_log_probs(a, b, num_relation_heads, padding_mask):
+    """log softmax(A B^T / sqrt(d)) per relation head: A, B [B, T, W] are split into
+    `num_relation_heads` heads of W / R features -> [B, R, T, T] (padding keys excluded)."""
+    batch, length, width = ops.shape(a)[0], ops.shape(a)[1], a.shape[-1]
+    size = width // num_relation_heads
+
+    def heads(x):  # [B, T, W] -> [B, R, T, W / R]
+        return ops.transpose(ops.reshape(_float(x), (batch, length, num_relation_heads, size)),
+                             (0, 2, 1, 3))
+
+    scores = ops.einsum("brtd,brsd->brts", heads(a), heads(b)) / (size ** 0.5)  # [B, R, T, T]
+    keys = ops.cast(padding_mask, "bool")[:, None, None, :]
+    scores = ops.where(keys, scores, -1e9)
+    return ops.log_softmax(scores, axis=-1)
+
+
+def relation_loss(teacher_pair, student_pair, num_relation_heads, padding_mask):
+    """KL(teacher relation || student relation) for one (A, B) pair of [B, T, W] tensors from
+    each model, averaged over relation heads and real query tokens -> [B]."""
+    teacher = relation_log_probs(*teacher_pair, num_relation_heads, padding_mask)
+    student = relation_log_probs(*student_pair, num_relation_heads, padding_mask)
+    per_query = ops.mean(kl_divergence(teacher, student), axis=1)  # [B, T]
+    return masked_mean(per_query, padding_mask)
