@@ -278,6 +278,28 @@ def test_token_and_span_students_train(task_class, reviews):
     assert history.history["soft_loss"][0] >= 0
 
 
+def test_multiple_choice_student_distils_on_choice_logits():
+    from keras_bert_suite import BertMultipleChoice
+
+    teacher = BertMultipleChoice.from_preset(TEACHER_PRESET, load_weights=False, num_choices=2,
+                                             sequence_length=LENGTH)
+    student = student_from_teacher(teacher, num_layers=1)
+    for seed, model in enumerate((teacher, student)):  # logits of a few units (see _decisive)
+        kernel = model.head_layer.kernel
+        kernel.assign(np.random.default_rng(seed).normal(scale=0.5, size=kernel.shape)
+                      .astype("float32"))
+    contexts = ["She opens the door.", "He picks up the guitar."]
+    choices = [["She walks in.", "She eats the door."], ["He plays a song.", "He is a song."]]
+    distiller = BertDistiller(teacher, student, temperature=2.0, soft_weight=1.0,
+                              hard_weight=0.0)
+    logs = distiller.evaluate((contexts, choices), [0, 0], verbose=0, return_dict=True)
+    expected = _kl(to_numpy(teacher.predict((contexts, choices), verbose=0)).astype("float64"),
+                   to_numpy(student.predict((contexts, choices), verbose=0)).astype("float64"),
+                   2.0).mean()
+    assert_close(logs["soft_loss"], expected, rtol=1e-4, atol=1e-7)
+    assert np.isfinite(distiller.fit((contexts, choices), [0, 0], verbose=0).history["loss"][0])
+
+
 def _pretraining_batch():
     ids = np.array([[101, 2023, 103, 2003, 102, 2204, 103, 102]] * 2, "int32")
     x = {"token_ids": ids, "segment_ids": np.array([[0] * 5 + [1] * 3] * 2, "int32"),

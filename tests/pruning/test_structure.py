@@ -108,12 +108,22 @@ def test_exported_pruned_classifier_answers_raw_text(pruned, reviews, tmp_path):
 
     from keras_bert_suite.export import export_saved_model
 
-    texts = reviews[0][:4]
-    directory = export_saved_model(pruned, str(tmp_path), name="pruned", warmup=False)
-    loaded = tf.saved_model.load(directory)
-    served = loaded.signatures["serving_default"](tf.constant(texts))
-    # The served graph runs the same float32 math through TF's graph kernels.
-    assert_close(served["logits"].numpy(), pruned.predict(texts, verbose=0), 1e-5, 1e-5)
+    from keras_bert_suite.export import unservable_ops
+    from tests.export.conftest import AWKWARD_TEXTS, run_on_serving_host
+
+    texts = np.array([t.encode() for t in reviews[0][:4]] + AWKWARD_TEXTS, dtype=object)
+    directory = export_saved_model(pruned, str(tmp_path / "saved_models"), name="pruned",
+                                   warmup=False)
+    assert unservable_ops(directory) == {}
+    # Served from a fresh process with only tensorflow + tensorflow_text, hostile strings too.
+    results, leaked = run_on_serving_host(
+        [{"export": directory, "signature": "serving_default", "inputs": {"text": texts}}],
+        str(tmp_path))
+    assert not leaked and "error" not in results[0], results[0]
+    expected = pruned.predict([t.decode("utf-8", "replace") for t in texts], verbose=0)
+    # Served graph vs eager Keras: oneDNN picks other kernels per shape and CPU (as in
+    # tests/export): a relative 1e-4.
+    assert_close(results[0]["logits"], expected, 1e-4, 1e-5)
     qkv = [shape for name, shape in tf.train.list_variables(
         os.path.join(directory, "variables", "variables")) if shape[:2] == [HIDDEN, 3]]
     assert sorted(shape[2] for shape in qkv) == [1, 9, 10, 12, 12, 12]
