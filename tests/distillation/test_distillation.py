@@ -343,6 +343,38 @@ def test_a_pruned_model_recovers_by_distillation(teacher, reviews):
     assert pruned.encoder.layer_num_heads == [2, 4, 4, 3]
 
 
+def test_masked_lm_distillation_on_the_pretraining_data_path():
+    """Task-agnostic distillation on real text: State of the Union paragraphs through the
+    pretraining data path (instances, dynamic masking), as `kbs pretrain` reads them."""
+    from keras_bert_suite import BertTokenizer, recipe_runner
+    from keras_bert_suite.tasks.pretrainer.recipe import build_datasets
+
+    recipe = recipe_runner.load_recipe("pretrain_cpu_smoke", overrides=[
+        "data.max_files=2", "data.sequence_length=32", "data.max_predictions_per_seq=5",
+        "data.dupe_factor=1", "training.batch_size=4", "data.eval_fraction=0.0"])
+    train, _ = build_datasets(recipe, BertTokenizer.from_preset("minilm_l6_h384_uncased"),
+                              log=lambda *_: None)
+    x, y = next(iter(train))
+    x = {name: to_numpy(value) for name, value in x.items()}
+    y = {name: to_numpy(value) for name, value in y.items()}
+    assert x["token_ids"].shape == (4, 32) and y["mlm_weights"].sum() > 0
+    teacher = BertPretrainer.from_preset(TEACHER_PRESET, load_weights=False)
+    student = student_from_teacher(teacher, num_layers=2)
+    distiller = BertDistiller(teacher, student, temperature=1.0, soft_weight=1.0,
+                              hard_weight=1.0)
+    logs = distiller.evaluate(x, y, batch_size=4, verbose=0, return_dict=True)
+    t, s = teacher(x, training=False), student(x, training=False)
+    mlm = _kl(to_numpy(t["mlm_logits"]).astype("float64"),
+              to_numpy(s["mlm_logits"]).astype("float64"), 1.0)  # [B, P]
+    weights = y["mlm_weights"]
+    mlm = ((mlm * weights).sum(1) / np.maximum(weights.sum(1), 1)).mean()
+    nsp = _kl(to_numpy(t["nsp_logits"]).astype("float64"),
+              to_numpy(s["nsp_logits"]).astype("float64"), 1.0).mean()
+    assert_close(logs["soft_loss"], mlm + nsp, rtol=1e-3, atol=1e-6)
+    history = distiller.fit(train, steps_per_epoch=2, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0]) and "mlm_logits_accuracy" in history.history
+
+
 # === Lifecycle ===
 
 
