@@ -60,9 +60,7 @@ def layer_map(teacher, student, mapping):
     """The teacher layer (1-based) each student layer learns from: `mapping`, checked, or
     TinyBERT's uniform map i -> i * L_t / L_s."""
     teacher_layers, student_layers = teacher.encoder.num_layers, student.encoder.num_layers
-    if mapping is None:
-        if student_layers > teacher_layers:  # check_pair refuses this first; kept for clarity
-            raise ValueError("A student deeper than its teacher has no uniform layer map.")
+    if mapping is None:  # check_pair has refused a student deeper than its teacher
         return tuple(i * teacher_layers // student_layers for i in range(1, student_layers + 1))
     mapping = tuple(mapping)
     if len(mapping) != student_layers:
