@@ -213,6 +213,7 @@ def main():
     import keras
 
     from keras_bert_suite.models.lora import parameter_count
+    from keras_bert_suite.pruning.units import head_counts, neuron_counts
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default="runs/light_bert")
@@ -225,10 +226,8 @@ def main():
     for label, model in models.items():
         rows[label] = {"accuracy": _accuracy(model, held_out),
                        "layers": model.encoder.num_layers,
-                       "attention_heads": sum(model.encoder.layer_num_heads or
-                                              [model.encoder.num_heads] * model.encoder.num_layers),
-                       "ffn_neurons": sum(model.encoder.layer_intermediate_dims or
-                                          [model.encoder.intermediate_dim] * model.encoder.num_layers),
+                       "attention_heads": sum(head_counts(model.encoder)),
+                       "ffn_neurons": sum(neuron_counts(model.encoder)),
                        "parameters": parameter_count(model.weights),
                        **infos[label]}
     paths = export_models(models, args.output)
