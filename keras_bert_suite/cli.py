@@ -212,6 +212,9 @@ def build_parser():
     vocab.add_argument("--cased", action="store_true")
     vocab.set_defaults(run=_vocab)
 
+    from keras_bert_suite.tasks.pretrainer import data_command
+
+    data_command.add_command(commands)
     _add_recipe_command(commands, "pretrain",
                         "run a pretraining recipe (resumes a run left in --output)",
                         "pretrain_cpu_smoke", "training.optimizer.learning_rate=5e-4")

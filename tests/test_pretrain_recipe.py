@@ -176,8 +176,18 @@ def test_kbs_pretrain_runs_resumes_and_saves_a_loadable_model(tmp_path, capsys, 
     with open(os.path.join(output, "history.json")) as f:
         assert [row["step"] for row in json.load(f)["history"]] == [0, 2]
 
+    # The corpus went through the Beam pipeline into the run directory, once: streamed from
+    # there, and reused by the resumed run.
+    with open(os.path.join(output, "pretraining_data", "train", "statistics.json")) as f:
+        made = json.load(f)
+    assert made["settings"]["static_masking"] is False and made["train_instances"] > 0
+    shards = os.path.join(output, "pretraining_data", "train", "train-00000-0000.tfrecord")
+    modified = os.path.getmtime(shards)
     cli.main(["pretrain", "pretrain_cpu_smoke", "--output", output, *_args(*TINY)])
-    assert "Resuming from the backup" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Resuming from the backup" in out
+    assert f"{made['instances']} instances from" in out and "(cached in" in out
+    assert os.path.getmtime(shards) == modified
     with open(os.path.join(output, "history.json")) as f:
         history = json.load(f)["history"]
     assert [row["step"] for row in history] == [0, 2, 4]  # continued, not restarted

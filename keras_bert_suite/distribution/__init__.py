@@ -19,9 +19,19 @@ Strategies (`distribution.strategy`) and the backend each needs:
     tpu             tensorflow  TPUStrategy via TPUClusterResolver(`tpu`): "local" on a TPU VM,
                               a TPU name, or a grpc:// address; bf16 by default
     data_parallel   jax       keras.distribution.DataParallel over `num_devices` devices
+                              (on several hosts: of each host; see below)
     model_parallel  jax       keras.distribution.ModelParallel on a (batch, model) mesh, with
                               `BertEncoder.get_layout_map` splitting the embeddings, attention
                               heads and feed-forward kernels over `model_parallel_size` devices
+
+JAX on several hosts: each host runs the same recipe with `coordinator_address` ("host:port"
+of process 0), `num_processes` and its own `process_id`, or leaves them null and sets the
+variables keras.distribution.initialize reads (KERAS_DISTRIBUTION_JOB_ADDRESSES,
+KERAS_DISTRIBUTION_NUM_PROCESSES, KERAS_DISTRIBUTION_PROCESS_ID). `create_distribution` joins
+the processes (keras.distribution.initialize, gloo collectives on CPU) before any JAX
+computation; data_parallel / model_parallel then span every host's devices, process 0 is the
+chief (it alone writes), and a model copy never spans hosts (`model_parallel_size` divides a
+host's devices, default all of them).
 
 PyTorch: Keras 3.15 has no distribution support for the torch backend (no keras.distribution,
 and `fit` does not wrap DistributedDataParallel), so only `none` and `one_device` run there;
@@ -32,9 +42,12 @@ Batch sizes: a recipe's `training.batch_size` is the GLOBAL batch (as google-res
 `training.per_replica_batch_size`, when set, wins: global = it x num_replicas.
 
 Input: `fit` receives the globally batched tf.data and splits it itself (tf.distribute's
-`experimental_distribute_dataset` on TensorFlow, keras.distribution on JAX). Across workers,
-`shard_input` sets tf.data's auto-shard policy: by FILE when the data comes from at least one
-file per worker, by DATA otherwise, so no example is read by two workers.
+`experimental_distribute_dataset` on TensorFlow, keras.distribution on JAX). Across
+tf.distribute workers, `shard_input` sets tf.data's auto-shard policy: by FILE when the data
+comes from at least one file per worker, by DATA otherwise, so no example is read by two
+workers. Across JAX hosts every process reads the same stream and Keras keeps its share of
+each global batch (global batch / processes rows); `whole_batches` drops no example but makes
+every batch whole, which that split needs.
 
 Modules: `config` (the recipe section, the strategy/backend table, `create_distribution`,
 `start_distribution`), `placement` (the `Distribution` a runner holds), `tf_strategies`

@@ -19,12 +19,19 @@ STRATEGY_BACKENDS = {
 DISTRIBUTION_DEFAULTS = {
     "strategy": "none",  # see STRATEGY_BACKENDS
     "tpu": None,  # tpu: "local" on a TPU VM, a TPU name, or "grpc://host:8470"
-    "num_devices": None,  # mirrored / data_parallel / model_parallel: default all devices
+    # mirrored / data_parallel / model_parallel: default all devices (on each host)
+    "num_devices": None,
     "model_parallel_size": None,  # model_parallel: devices per model copy (default all)
     # one_device: "/gpu:1" (TF), "gpu:1" (JAX), "cuda:1" or "cpu" (torch); default first GPU
     "device": None,
     # Train steps run per host call (fewer round trips; TPUs want ~100). 1 elsewhere.
     "steps_per_execution": None,
+    # JAX on several hosts (data_parallel / model_parallel over every host's devices): each
+    # host runs the same recipe; null reads the variables keras.distribution.initialize reads,
+    # KERAS_DISTRIBUTION_JOB_ADDRESSES / _NUM_PROCESSES / _PROCESS_ID, so only they differ.
+    "coordinator_address": None,  # "host:port" of process 0 (the chief), reachable by all
+    "num_processes": None,
+    "process_id": None,  # 0 .. num_processes - 1; 0 is the chief
 }
 
 
@@ -32,7 +39,8 @@ def create_distribution(config=None, backend=None):
     """A `Distribution` for a recipe's `distribution` section (keys: DISTRIBUTION_DEFAULTS).
 
     Call it before any other TensorFlow work in the process: logical CPU devices and
-    MultiWorkerMirroredStrategy's collectives must be set up before the runtime starts.
+    MultiWorkerMirroredStrategy's collectives must be set up before the runtime starts; the
+    same for JAX across hosts (`coordinator_address`), before any JAX computation.
     """
     config = {**DISTRIBUTION_DEFAULTS, **(config or {})}
     unknown = sorted(set(config) - set(DISTRIBUTION_DEFAULTS))
@@ -46,6 +54,7 @@ def create_distribution(config=None, backend=None):
                                 f"{sorted(STRATEGY_BACKENDS)}.")
     if backend not in STRATEGY_BACKENDS[name]:
         raise DistributionError(_wrong_backend_message(name, backend))
+    cluster = keras_distribution.jax_cluster(config, name, backend)
     steps = config["steps_per_execution"] or 1
     if name == "none":
         return Distribution(steps_per_execution=steps)
@@ -59,7 +68,7 @@ def create_distribution(config=None, backend=None):
         return tf_strategies.mirrored(config, steps)
     if name == "multi_worker":
         return tf_strategies.multi_worker(steps)
-    return keras_distribution.jax_distribution(name, config, steps)
+    return keras_distribution.jax_distribution(name, config, steps, cluster)
 
 
 def start_distribution(recipe, log):

@@ -15,8 +15,9 @@ class Distribution:
     Attributes:
         strategy: the `distribution.strategy` name.
         num_replicas: synchronous model copies a global batch is split over.
-        num_workers, worker_index: processes in the cluster, and which one this is.
-        is_chief: this process writes checkpoints, logs and the final model.
+        num_workers, worker_index: processes in the cluster, and which one this is (JAX
+            across hosts: jax.process_count() and jax.process_index()).
+        is_chief: this process writes checkpoints, logs and the final model (worker 0).
         steps_per_execution: for `compile()`.
         default_precision: the dtype policy "auto" means here ("mixed_bfloat16" on TPU).
         tf_strategy / keras_distribution: the object behind `scope()`, if any.
@@ -68,8 +69,10 @@ class Distribution:
     def shard_input(self, dataset, num_files=0):
         """Sets how tf.data splits `dataset` across workers: by file when it reads at least
         `num_workers` files, by element otherwise (every worker then reads everything and
-        keeps its own share). A no-op for a single worker."""
-        if self.num_workers == 1:
+        keeps its own share). A no-op for a single worker, and under keras.distribution (JAX
+        across hosts), where every process feeds the same global batches and Keras keeps
+        each process's share of each batch (DataParallel.distribute_dataset)."""
+        if self.num_workers == 1 or self.keras_distribution is not None:
             return dataset
         import tensorflow as tf
 
@@ -78,6 +81,16 @@ class Distribution:
         options.experimental_distribute.auto_shard_policy = (
             policy.FILE if num_files >= self.num_workers else policy.DATA)
         return dataset.with_options(options)
+
+    def whole_batches(self, dataset, batch_size):
+        """`dataset` (batched, repeated) as whole global batches of `batch_size` under
+        keras.distribution (JAX), which splits every batch evenly over the devices and, across
+        hosts, the processes: a short last batch would not split (or leave a process without
+        its share), so it joins the next pass's examples. Unchanged elsewhere (tf.distribute
+        splits short batches itself)."""
+        if self.keras_distribution is None:
+            return dataset
+        return dataset.rebatch(batch_size, drop_remainder=True)
 
     def describe(self):
         where = f"{self.num_replicas} replica(s)"

@@ -20,6 +20,7 @@ from keras_bert_suite.recipe_runner import finetuning
 from keras_bert_suite.recipe_runner.common import merged, recipe_optimizer
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
 from keras_bert_suite.recipe_runner.task_data import task_module
+from keras_bert_suite import storage
 
 DEFAULTS = merged(finetuning.DEFAULTS, {
     "distillation": {
@@ -93,7 +94,7 @@ def run_distillation(recipe, output_dir, callbacks=(), verbose="auto", log=print
 
     from keras_bert_suite.distribution import start_distribution
 
-    os.makedirs(output_dir, exist_ok=True)
+    storage.makedirs(output_dir)
     write_json(os.path.join(output_dir, "recipe.json"), recipe)
     teacher, teacher_metrics = _teacher(recipe, output_dir, log)
     distribution, batch_size, _ = start_distribution(recipe, log)

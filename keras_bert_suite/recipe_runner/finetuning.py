@@ -23,6 +23,7 @@ import time
 from keras_bert_suite.recipe_runner.common import common_defaults, merged, recipe_optimizer
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
 from keras_bert_suite.recipe_runner.task_data import task_module
+from keras_bert_suite import storage
 
 # The shared keys (recipe_runner/common.py) with fine-tuning's defaults: the embedded real
 # pretrained checkpoint (all-MiniLM-L6-v2), the top of the BERT paper's grid (2e-5 .. 5e-5)
@@ -98,7 +99,7 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     recipe = {**recipe, "training": {**training, "batch_size": batch_size}}
     training = recipe["training"]
     if distribution.is_chief:
-        os.makedirs(output_dir, exist_ok=True)
+        storage.makedirs(output_dir)  # or gs://bucket/dir: any path tf.io.gfile reaches
         write_json(os.path.join(output_dir, "recipe.json"), recipe)
     keras.utils.set_random_seed(training["seed"])
 
@@ -125,8 +126,10 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     chief = distribution.is_chief
     started = time.perf_counter()
     with distribution.run_scope():
-        model.fit(distribution.shard_input(task_data.train).repeat(), epochs=epochs,
-                  steps_per_epoch=steps_per_epoch, shuffle=False, verbose=verbose,
+        train = distribution.whole_batches(
+            distribution.shard_input(task_data.train).repeat(), batch_size)
+        model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, shuffle=False,
+                  verbose=verbose,
                   callbacks=[*training_callbacks(output_dir, backup=False, chief=chief),
                              *callbacks])
     train_seconds = time.perf_counter() - started

@@ -152,8 +152,11 @@ def _check_type(key, value, default, source):
 
 
 def write_json(path, value):
-    """Writes `value` to `path` atomically (a reader never sees half a file)."""
+    """Writes `value` to `path` atomically (a reader never sees half a file); `path` may be
+    any path tf.io.gfile reaches (gs://bucket/run/history.json)."""
+    from keras_bert_suite import storage
+
     tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(value, f, indent=1)
-    os.replace(tmp, path)
+    with storage.open_file(tmp, "w") as f:
+        f.write(json.dumps(value, indent=1))
+    storage.replace(tmp, path)

@@ -394,19 +394,22 @@ class BertTask(BertModelBase, keras.Model):
         task's config, head and preprocessor included) and task.weights.h5, so
         `type(self).from_preset(directory)` returns this task as it is now. The vocabulary
         is the preprocessor's unless `vocabulary` (a path, a token list or a tokenizer) is
-        given."""
+        given. `directory` may be any path tf.io.gfile reaches (gs://bucket/preset): the
+        preset is written locally, then uploaded."""
         from keras_bert_suite.checkpoints import preset_dir
+        from keras_bert_suite import storage
 
         tokenizer = getattr(self.preprocessor, "tokenizer", None)
         vocabulary = vocabulary if vocabulary is not None else tokenizer
         if lowercase is None:
             lowercase = getattr(vocabulary, "lowercase", getattr(tokenizer, "lowercase", True))
-        preset_dir.save(directory, self.encoder.get_config(), self.preset_weights(), vocabulary,
-                        lowercase)
-        with open(os.path.join(directory, TASK_CONFIG_FILE), "w") as f:
-            json.dump(keras.saving.serialize_keras_object(self), f)
-        _weights_io().save_weights_only(self, os.path.join(directory, TASK_WEIGHTS_FILE),
-                                        objects_to_skip=_optimizer_of(self))
+        with storage.local_directory(directory) as local:
+            preset_dir.save(local, self.encoder.get_config(), self.preset_weights(), vocabulary,
+                            lowercase)
+            with open(os.path.join(local, TASK_CONFIG_FILE), "w") as f:
+                json.dump(keras.saving.serialize_keras_object(self), f)
+            _weights_io().save_weights_only(self, os.path.join(local, TASK_WEIGHTS_FILE),
+                                            objects_to_skip=_optimizer_of(self))
         return directory
 
 

@@ -12,6 +12,9 @@ with `fit(initial_epoch=...)` and skips the batches those epochs consumed.
     directory/backup/   epoch-000012.weights.h5 (the latest) and the one before it
     directory/logs/     TensorBoard event files (losses, metrics, learning_rate)
 
+`directory` may be any path tf.io.gfile reaches (gs://bucket/run; keras_bert_suite/storage.py):
+Keras writes and reads the weights files there through a local temporary file.
+
 Example (a toy model and data set; 6 steps backed up every 2; a rerun after a crash
 starts after the last backup):
 >>> import numpy as np, tensorflow as tf
@@ -30,11 +33,13 @@ starts after the last backup):
 0
 """
 
+import contextlib
 import os
 import re
-import shutil
 
 import keras
+
+from keras_bert_suite import storage
 
 BACKUP_DIR = "backup"
 LOGS_DIR = "logs"
@@ -61,10 +66,10 @@ def checkpointed_fit_arguments(num_train_steps, checkpoint_every_n_steps,
 def _backups(directory):
     """[(epoch, path)] of the complete backups under `directory`, latest first."""
     backup_dir = os.path.join(directory, BACKUP_DIR)
-    if not os.path.isdir(backup_dir):
+    if not storage.isdir(backup_dir):
         return []
     found = [(int(match.group(1)), os.path.join(backup_dir, name))
-             for name in os.listdir(backup_dir) if (match := _BACKUP_FILE.match(name))]
+             for name in storage.listdir(backup_dir) if (match := _BACKUP_FILE.match(name))]
     return sorted(found, reverse=True)
 
 
@@ -87,16 +92,34 @@ class StepBackup(keras.callbacks.Callback):
             return
         backup_dir = os.path.join(self.directory, BACKUP_DIR)
         partial_dir = os.path.join(backup_dir, ".partial")
-        os.makedirs(partial_dir, exist_ok=True)
+        storage.makedirs(partial_dir)
         name = f"epoch-{epoch + 1:06d}.weights.h5"
-        self.model.save_weights(os.path.join(partial_dir, name), overwrite=True)
-        os.replace(os.path.join(partial_dir, name), os.path.join(backup_dir, name))
+        with _undistributed():
+            self.model.save_weights(os.path.join(partial_dir, name), overwrite=True)
+        storage.replace(os.path.join(partial_dir, name), os.path.join(backup_dir, name))
         for _, old in _backups(self.directory)[self.keep:]:
-            os.remove(old)
+            storage.remove(old)
 
     def on_train_end(self, logs=None):
         if self.write:
-            shutil.rmtree(os.path.join(self.directory, BACKUP_DIR), ignore_errors=True)
+            storage.rmtree(os.path.join(self.directory, BACKUP_DIR))
+
+
+@contextlib.contextmanager
+def _undistributed():
+    """No keras.distribution while the chief alone saves: Keras' save creates a scratch
+    optimizer (saving_lib.get_attr_skipset), and under a distribution over several JAX
+    processes creating a variable is a collective (jax.device_put checks that every process
+    passes the same value), which would wait for processes that are not saving."""
+    if keras.backend.backend() != "jax" or keras.distribution.distribution() is None:
+        yield
+        return
+    current = keras.distribution.distribution()
+    keras.distribution.set_distribution(None)
+    try:
+        yield
+    finally:
+        keras.distribution.set_distribution(current)
 
 
 def restore_backup(model, directory):

@@ -4,6 +4,9 @@ TensorFlow or JAX start, which the pytest process has long done):
     python -m tests.training.distributed_programs mirrored_step
     XLA_FLAGS=--xla_force_host_platform_device_count=2 KERAS_BACKEND=jax \
         python -m tests.training.distributed_programs jax_fit
+    KERAS_DISTRIBUTION_JOB_ADDRESSES=127.0.0.1:PORT KERAS_DISTRIBUTION_NUM_PROCESSES=2 \
+        KERAS_DISTRIBUTION_PROCESS_ID=0 (and 1) KERAS_BACKEND=jax \
+        python -m tests.training.distributed_programs jax_multi_host OUT RESULTS
 
 Each prints one JSON line (prefixed RESULT) that the test reads.
 """
@@ -190,6 +193,57 @@ def jax_fit():
             results[strategy]["devices"] = len(pretrainer.weights[0].value.sharding.device_set)
     results["backend"] = keras.backend.backend()
     return results
+
+
+def jax_multi_host():
+    """The pretraining runner, then the fine-tuning runner, under data_parallel into
+    argv[2] and argv[2]-finetune; this process's weights go to argv[3]/pretrained-<process>.npz
+    and finetuned-<process>.npz. A process of a JAX cluster when the test sets the
+    KERAS_DISTRIBUTION_* variables (2 processes of one CPU device each), else one process
+    over its local devices. Also which rows of 4 global batches of 8 this process feeds."""
+    import hashlib
+
+    import jax
+    import tensorflow as tf
+
+    from keras_bert_suite.recipe_runner import load_recipe
+    from keras_bert_suite.recipe_runner.finetuning import run_finetuning
+    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
+
+    def save(name, model, index):
+        weights = [np.asarray(w) for w in model.get_weights()]
+        np.savez(f"{sys.argv[3]}/{name}-{index}.npz", *weights)
+        return hashlib.sha256(b"".join(w.tobytes() for w in weights)).hexdigest()
+
+    recipe = load_recipe("pretrain_cpu_smoke", overrides=[
+        'distribution.strategy="data_parallel"', *SMALL_PRETRAINING])
+    summary = run_pretraining(recipe, sys.argv[2], verbose=0, log=lambda *_: None)
+    distribution = summary["distribution"]
+    pretrained_sha256 = save("pretrained", summary["model"], distribution.worker_index)
+    # 60 examples in batches of 8: the 8th update takes whole batches into the next pass.
+    finetuned = run_finetuning(load_recipe("sentiment_rotten_tomatoes_cpu", overrides=[
+        "model.preset=bert_uncased_L-2_H-128_A-2", "model.load_weights=false",
+        'distribution.strategy="data_parallel"', "data.sequence_length=32",
+        "training.num_train_steps=8", "training.batch_size=8", "evaluation.batch_size=16",
+        "data.max_train_examples=60", "data.max_eval_examples=40"]),
+        sys.argv[2] + "-finetune", verbose=0, log=lambda *_: None)
+    rows = distribution.keras_distribution.distribute_dataset(
+        tf.data.Dataset.range(32).batch(8))
+    return {
+        "finetuned_sha256": save("finetuned", finetuned["model"], distribution.worker_index),
+        "finetune_steps": int(np.asarray(finetuned["model"].optimizer.iterations)),
+        "finetune_metrics": finetuned["metrics"],
+        "worker_index": distribution.worker_index,
+        "num_workers": distribution.num_workers,
+        "is_chief": distribution.is_chief,
+        "replicas": distribution.num_replicas,
+        "devices": jax.device_count(),
+        "local_devices": jax.local_device_count(),
+        "step": summary["step"],
+        "history": summary["history"],
+        "pretrained_sha256": pretrained_sha256,
+        "rows_fed": [np.asarray(batch).tolist() for batch in rows],
+    }
 
 
 def _checkpoint_heads(num_heads):

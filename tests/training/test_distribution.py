@@ -44,6 +44,21 @@ def _result(completed_output):
     return json.loads(lines[-1][len("RESULT "):])
 
 
+def _results_of_all(processes, timeout):
+    """Waits for every process; each must succeed and print a RESULT line (all are killed on
+    the first failure)."""
+    results = []
+    try:
+        for process in processes:
+            stdout, stderr = process.communicate(timeout=timeout)
+            assert process.returncode == 0, stderr[-3000:]
+            results.append(_result(stdout))
+    finally:
+        for process in processes:
+            process.kill()
+    return results
+
+
 def _program(name, *args, backend="tensorflow", timeout=600, **extra_environment):
     completed = subprocess.run(
         [sys.executable, "-m", "tests.training.distributed_programs", name, *args],
@@ -263,23 +278,15 @@ def test_multi_worker_two_processes_train_in_lockstep_and_split_the_data(tmp_pat
         text=True, env=_environment("tensorflow", TF_CONFIG=json.dumps(
             {"cluster": cluster, "task": {"type": "worker", "index": index}})))
         for index in range(2)]
-    results = []
-    try:
-        for worker in workers:
-            stdout, stderr = worker.communicate(timeout=600)
-            assert worker.returncode == 0, stderr[-3000:]
-            results.append(_result(stdout))
-    finally:
-        for worker in workers:
-            worker.kill()
-    chief, other = results
+    chief, other = _results_of_all(workers, timeout=600)
     assert (chief["is_chief"], other["is_chief"]) == (True, False)
     assert chief["num_workers"] == other["num_workers"] == 2
     assert chief["step"] == other["step"] == 4  # both finished the run
     assert chief["weights_checksum"] == pytest.approx(other["weights_checksum"], rel=1e-6)
-    # Only the chief wrote: history, model, preset; the backup is gone once fit completed.
+    # Only the chief wrote: history, model, preset, the corpus's instances; the backup is gone
+    # once fit completed.
     assert sorted(os.listdir(output)) == ["history.json", "logs", "preset", "pretrainer.keras",
-                                          "recipe.json"]
+                                          "pretraining_data", "recipe.json"]
     for key, total in (("ids_by_element", 40), ("ids_by_file", 40)):
         mine, theirs = chief[key], other[key]
         assert not set(mine) & set(theirs), key  # no example read by both workers

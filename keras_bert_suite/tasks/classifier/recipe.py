@@ -13,6 +13,7 @@ import numpy as np
 from keras_bert_suite.tasks.classifier.model import BertClassifier
 from keras_bert_suite.recipe_runner.recipe import RecipeError
 from keras_bert_suite.recipe_runner.task_data import TaskData
+from keras_bert_suite import storage
 
 MODEL = BertClassifier
 
@@ -140,7 +141,7 @@ def evaluate(model, task_data, recipe, output_dir):
 
 def _write_predictions(path, examples, outputs):
     names = examples.label_names
-    with open(path, "w", encoding="utf-8") as f:
+    with storage.open_file(path, "w") as f:  # any path tf.io.gfile reaches
         for i, text in enumerate(examples.texts):
             row = {"text": text}
             if examples.text_pairs is not None:

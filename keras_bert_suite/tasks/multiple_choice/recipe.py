@@ -11,6 +11,7 @@ import numpy as np
 
 from keras_bert_suite.tasks.multiple_choice.model import BertMultipleChoice
 from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
+from keras_bert_suite import storage
 
 MODEL = BertMultipleChoice
 
@@ -57,7 +58,7 @@ def evaluate(model, task_data, recipe, output_dir):
                         np.float64)
     probabilities = np.exp(logits - logits.max(-1, keepdims=True))
     probabilities /= probabilities.sum(-1, keepdims=True)
-    with open(os.path.join(output_dir, "predictions.jsonl"), "w", encoding="utf-8") as f:
+    with storage.open_file(os.path.join(output_dir, "predictions.jsonl"), "w") as f:
         for i, example_id in enumerate(examples.ids):
             f.write(json.dumps({"id": example_id, "label": int(examples.labels[i]),
                                 "predicted": int(logits[i].argmax()),

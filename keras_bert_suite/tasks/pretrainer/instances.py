@@ -32,10 +32,12 @@ document's tokens are concatenated and cut into full-length segments of the targ
 (`[CLS] x [SEP]`, segment ids all 0; a sentence may continue into the next instance; the last
 piece of a document may be shorter); `is_random_next` is False (written as label 0).
 
-The tokenized corpus is held in memory, as in the original (random-next segments may come from
-any document); for a very large corpus, run this on groups of files and write one set of
-shards per group. Instances are shuffled with the seeded `random.Random`, so a seed gives the
-same instances, the same masks and the same order.
+`create_pretraining_instances` holds the tokenized corpus in memory, as the original does
+(random-next segments may come from any document). A corpus of any size goes through
+data_pipeline.py instead (`kbs create-pretraining-data`), which runs
+`instances_from_token_documents` on one bucket of documents at a time. Instances are shuffled
+with the seeded `random.Random`, so a seed gives the same instances, the same masks and the
+same order.
 """
 
 import dataclasses
@@ -78,6 +80,31 @@ def create_pretraining_instances(
         static_masking: False leaves instances unmasked, for dynamic masking in tf.data.
         seed: seed of the `random.Random` driving every choice.
     """
+    check_instance_settings(sequence_length, dupe_factor, short_seq_prob,
+                            next_sentence_prediction)
+    config = masking_config(tokenizer, masked_lm_prob, max_predictions_per_seq, mask_token_rate,
+                            random_token_rate, whole_word_masking)
+    all_documents = tokenize_documents(documents, tokenizer)
+    if not all_documents:
+        raise ValueError("The corpus is empty: no document has a sentence with a token. Check "
+                         "the input files and the layout (sentence_per_line, "
+                         "paragraph_per_line or jsonl).")
+    if next_sentence_prediction and len(all_documents) < 2:
+        raise ValueError(
+            "Next-sentence prediction needs at least 2 documents (random-next segments come from "
+            "another document); the corpus has 1. Separate documents with blank lines, give "
+            "more files, or use next_sentence_prediction=False.")
+    rng = random.Random(seed)
+    instances = list(instances_from_token_documents(
+        all_documents, rng, config, sequence_length, dupe_factor, short_seq_prob,
+        next_sentence_prediction, static_masking))
+    rng.shuffle(instances)
+    return instances
+
+
+def check_instance_settings(sequence_length, dupe_factor, short_seq_prob,
+                            next_sentence_prediction):
+    """ValueError for settings no instance can be made with."""
     min_length = 5 if next_sentence_prediction else 3
     if not isinstance(sequence_length, int) or sequence_length < min_length:
         layout = "[CLS] a [SEP] b [SEP]" if next_sentence_prediction else "[CLS] x [SEP]"
@@ -88,8 +115,13 @@ def create_pretraining_instances(
         raise ValueError(f"dupe_factor must be an int >= 1, got {dupe_factor!r}.")
     if not 0.0 <= short_seq_prob <= 1.0:
         raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob!r}.")
+
+
+def masking_config(tokenizer, masked_lm_prob=0.15, max_predictions_per_seq=20,
+                   mask_token_rate=0.8, random_token_rate=0.1, whole_word_masking=False):
+    """The MaskingConfig of a tokenizer's vocabulary (ValueError without [CLS]/[SEP]/[MASK])."""
     vocabulary = tokenizer.get_vocabulary()
-    config = masking.MaskingConfig(
+    return masking.MaskingConfig(
         mask_token_id=tokenizer.mask_token_id, cls_token_id=tokenizer.cls_token_id,
         sep_token_id=tokenizer.sep_token_id, vocabulary_size=len(vocabulary),
         masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
@@ -97,21 +129,18 @@ def create_pretraining_instances(
         whole_word_masking=whole_word_masking,
         is_continuation=masking.continuation_table(vocabulary) if whole_word_masking else None)
 
-    all_documents = tokenize_documents(documents, tokenizer)
-    if not all_documents:
-        raise ValueError("The corpus is empty: no document has a sentence with a token. Check "
-                         "the input files and the layout (sentence_per_line or "
-                         "paragraph_per_line).")
-    if next_sentence_prediction and len(all_documents) < 2:
-        raise ValueError(
-            "Next-sentence prediction needs at least 2 documents (random-next segments come from "
-            "another document); the corpus has 1. Separate documents with blank lines, give "
-            "more files, or use next_sentence_prediction=False.")
-    rng = random.Random(seed)
+
+def instances_from_token_documents(all_documents, rng, config, sequence_length=128,
+                                   dupe_factor=10, short_seq_prob=0.1,
+                                   next_sentence_prediction=True, static_masking=True):
+    """Yields the PretrainingInstances of tokenized documents, in creation order.
+
+    `all_documents` (lists of non-empty id lists) is shuffled in place first; random-next
+    segments come from these documents only. The caller shuffles the instances.
+    """
     rng.shuffle(all_documents)
     make = _instances_with_nsp if next_sentence_prediction else _instances_without_nsp
     cls_sep = (config.cls_token_id, config.sep_token_id)
-    instances = []
     for _ in range(dupe_factor):
         for index in range(len(all_documents)):
             for token_ids, segment_ids, is_random_next in make(
@@ -119,23 +148,27 @@ def create_pretraining_instances(
                 positions, labels = [], []
                 if static_masking:
                     token_ids, positions, labels = masking.mask_instance(token_ids, config, rng)
-                instances.append(PretrainingInstance(
-                    token_ids, segment_ids, is_random_next, positions, labels))
-    rng.shuffle(instances)
-    return instances
+                yield PretrainingInstance(token_ids, segment_ids, is_random_next, positions,
+                                          labels)
 
 
 def tokenize_documents(documents, tokenizer):
-    """Documents of sentence strings -> list of documents, each a list of id lists (non-empty)."""
-    out = []
+    """Documents of sentence strings -> list of documents, each a list of id lists (non-empty).
+
+    Sentences are tokenized `_TOKENIZE_BATCH` at a time across documents (one graph call per
+    batch, whatever the document sizes); a document with no token left is dropped.
+    """
+    documents = [[s for s in document if s and s.strip()] for document in documents]
+    sentences = [s for document in documents for s in document]
+    ids = []
+    for start in range(0, len(sentences), _TOKENIZE_BATCH):
+        ids.extend(tokenizer.encode_batch(sentences[start:start + _TOKENIZE_BATCH]))
+    out, start = [], 0
     for document in documents:
-        sentences = [s for s in document if s and s.strip()]
-        ids = []
-        for start in range(0, len(sentences), _TOKENIZE_BATCH):
-            ids.extend(tokenizer.encode_batch(sentences[start:start + _TOKENIZE_BATCH]))
-        ids = [sentence for sentence in ids if sentence]
-        if ids:
-            out.append(ids)
+        tokens = [sentence for sentence in ids[start:start + len(document)] if sentence]
+        start += len(document)
+        if tokens:
+            out.append(tokens)
     return out
 
 

@@ -3,10 +3,11 @@
     recipe = load_recipe("pretrain_cpu_smoke", overrides=["training.num_train_steps=20"])
     summary = run_pretraining(recipe, "runs/smoke")
 
-The job: corpus files -> pretraining instances (unmasked; data/pretraining_instances.py) or
-existing TFRecords in the original BERT schema -> tf.data with dynamic masking (a new mask on
-every pass) -> BertPretrainer -> `create_optimizer` -> `fit` in "epochs" of one checkpoint
-interval (training/callbacks.py), with a backup every `checkpoint_every_n_steps`, TensorBoard
+The job: corpus files -> unmasked pretraining instances written to TFRecords by the Beam
+pipeline of `kbs create-pretraining-data` (data_pipeline.py; cached in the run directory and
+streamed, so memory does not grow with the corpus), or existing TFRecords in the original BERT
+schema -> tf.data with dynamic masking (a new mask on every pass) -> BertPretrainer ->
+`create_optimizer` -> `fit` in "epochs" of one checkpoint interval (training/callbacks.py), with a backup every `checkpoint_every_n_steps`, TensorBoard
 logs and Keras' progress bar. Re-running into the same output directory resumes from the last
 backup with the same step counter, optimizer state and data position. The `distribution`
 section picks the devices (keras_bert_suite/distribution/; `training.batch_size` is the global
@@ -18,6 +19,7 @@ batch); with several workers only the chief writes. The output directory gets:
     preset/            encoder + head weights + vocab.txt (`BertPretrainer.from_preset(dir)`)
     backup/, logs/     the resumable backup (deleted once fit completes) and TensorBoard logs
     recipe.json        the resolved recipe the run used
+    pretraining_data/  train/ (and eval/) instances made from a text corpus, statistics.json
 """
 
 import glob
@@ -58,6 +60,9 @@ DEFAULTS = merged(common_defaults(learning_rate=1e-4, warmup_fraction=0.0, num_t
         "eval_fraction": 0.0,
         "eval_tfrecords": None,
         "shuffle_buffer_size": 10000,
+        # Worker processes of the Beam pipeline that turns a text corpus into instances
+        # (default: one per CPU core).
+        "num_workers": None,
     },
     "training": {
         "checkpoint_every_n_steps": 100,  # also how often history.json gets a row (and eval)
@@ -104,28 +109,8 @@ def split_files(files, eval_fraction, seed):
     return sorted(shuffled[num_eval:]), sorted(shuffled[:num_eval])
 
 
-def instance_features(instances, sequence_length):
-    """Unmasked PretrainingInstances -> dict of padded int32 arrays (dynamic-masking input)."""
-    import numpy as np
-
-    count = len(instances)
-    token_ids = np.zeros((count, sequence_length), "int32")
-    segment_ids = np.zeros((count, sequence_length), "int32")
-    padding_mask = np.zeros((count, sequence_length), "int32")
-    for row, instance in enumerate(instances):
-        length = len(instance.token_ids)
-        token_ids[row, :length] = instance.token_ids
-        segment_ids[row, :length] = instance.segment_ids
-        padding_mask[row, :length] = 1
-    nsp_labels = np.array([int(i.is_random_next) for i in instances], "int32")
-    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask,
-            "nsp_labels": nsp_labels}
-
-
-def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log):
+def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log, cache_dir):
     """An unbatched tf.data of unmasked feature dicts, and how many examples (None: unknown)."""
-    import tensorflow as tf
-
     from keras_bert_suite.tasks.pretrainer.tfrecords import (
         read_pretraining_tfrecords,
         restore_unmasked_ids,
@@ -138,27 +123,60 @@ def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log):
         # afresh each pass.
         return dataset.map(lambda f: {**f, "token_ids": restore_unmasked_ids(f)}), None
 
-    from keras_bert_suite.tasks.pretrainer.documents import read_documents
-    from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
+    records = _corpus_records(files, tokenizer, data, nsp, cache_dir, log)
+    dataset = read_pretraining_tfrecords(
+        records["patterns"], data["sequence_length"], data["max_predictions_per_seq"],
+        shuffle=False)
+    return dataset, records["instances"]
 
-    instances = create_pretraining_instances(
-        read_documents(files, layout=data["layout"]), tokenizer,
-        sequence_length=data["sequence_length"], dupe_factor=data["dupe_factor"],
-        short_seq_prob=data["short_seq_prob"],
+
+def _corpus_records(files, tokenizer, data, nsp, cache_dir, log):
+    """Unmasked instances of text files, made by the Beam pipeline (data_pipeline.py) into
+    `cache_dir` and streamed from there: memory does not grow with the corpus. A cache made
+    from the same files (paths and sizes) with the same settings is reused (a resumed run
+    re-reads it); anything else is remade."""
+    import tensorflow as tf
+
+    from keras_bert_suite.tasks.pretrainer.data_pipeline import create_pretraining_data
+
+    settings = {name: data[name] for name in (
+        "layout", "sequence_length", "dupe_factor", "short_seq_prob", "max_predictions_per_seq",
+        "masked_lm_prob", "whole_word_masking", "seed")}
+    settings.update(next_sentence_prediction=nsp, vocabulary=tokenizer.get_vocabulary(),
+                    lowercase=tokenizer.lowercase,
+                    files=[[path, tf.io.gfile.stat(path).length] for path in files])
+    key_path = f"{cache_dir}/inputs.json"
+    patterns = [f"{cache_dir}/train-*.tfrecord"]
+    if tf.io.gfile.exists(key_path):
+        with tf.io.gfile.GFile(key_path) as f:
+            if json.load(f) == settings and tf.io.gfile.glob(patterns[0]):
+                from keras_bert_suite.tasks.pretrainer.data_pipeline import read_statistics
+
+                statistics = read_statistics(cache_dir)
+                log(f"{statistics['instances']} instances from {len(files)} files (cached in "
+                    f"{cache_dir})")
+                return {"patterns": patterns, "instances": statistics["instances"]}
+        tf.io.gfile.remove(key_path)
+    statistics = create_pretraining_data(
+        files, cache_dir, tokenizer=tokenizer, layout=data["layout"],
+        sequence_length=data["sequence_length"],
         max_predictions_per_seq=data["max_predictions_per_seq"],
-        masked_lm_prob=data["masked_lm_prob"], next_sentence_prediction=nsp,
-        whole_word_masking=data["whole_word_masking"], static_masking=False, seed=data["seed"])
-    log(f"{len(instances)} instances from {len(files)} files")
-    features = instance_features(instances, data["sequence_length"])
-    if not nsp:
-        features.pop("nsp_labels")
-    return tf.data.Dataset.from_tensor_slices(features), len(instances)
+        masked_lm_prob=data["masked_lm_prob"], dupe_factor=data["dupe_factor"],
+        short_seq_prob=data["short_seq_prob"], whole_word_masking=data["whole_word_masking"],
+        next_sentence_prediction=nsp, static_masking=False, seed=data["seed"],
+        num_workers=data["num_workers"], log=log)
+    write_json(key_path, settings)
+    return {"patterns": patterns, "instances": statistics["instances"]}
 
 
-def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=None):
+def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=None,
+                   cache_dir=None):
     """(train, eval or None) tf.data of (x, y) batches of `batch_size` (default
     `training.batch_size`, the global batch); train repeats forever. With a multi-worker
-    `distribution`, each worker reads its own share (by file for TFRecords, else by element)."""
+    `distribution`, each worker reads its own share (by file for TFRecords, else by element).
+
+    A text corpus is turned into unmasked instances in `cache_dir` (train/ and eval/; default a
+    new temporary directory) by `create_pretraining_data`, then streamed."""
     from keras_bert_suite.tasks.pretrainer.dynamic_masking import DynamicMasker, apply_dynamic_masking
 
     data, training = recipe["data"], recipe["training"]
@@ -181,17 +199,25 @@ def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=N
         if train:
             dataset = dataset.shuffle(data["shuffle_buffer_size"], seed=data["seed"],
                                       reshuffle_each_iteration=True).repeat()
-        dataset = dataset.batch(batch_size, drop_remainder=train)
+        # keras.distribution splits every batch evenly over devices (and hosts): a short
+        # evaluation batch would not split, so evaluation takes whole batches there too.
+        whole = train or (distribution is not None and distribution.keras_distribution is not None)
+        dataset = dataset.batch(batch_size, drop_remainder=whole)
         if not nsp:
             dataset = dataset.map(lambda f: {k: v for k, v in f.items() if k != "nsp_labels"})
         return apply_dynamic_masking(dataset, masker, seed=data["seed"])
 
-    train, _ = _feature_dataset(train_files, data["tfrecords"], tokenizer, data, nsp, log)
+    if cache_dir is None and data["tfrecords"] is None:
+        import tempfile
+
+        cache_dir = tempfile.mkdtemp(prefix="kbs_pretraining_data_")
+    train, _ = _feature_dataset(train_files, data["tfrecords"], tokenizer, data, nsp, log,
+                                cache_dir and f"{cache_dir}/train")
     train = prepare(train, True, _num_tfrecord_files(data["tfrecords"]))
     evaluation = None
     if data["eval_tfrecords"] is not None or eval_files:
         evaluation, _ = _feature_dataset(eval_files, data["eval_tfrecords"], tokenizer, data,
-                                         nsp, log)
+                                         nsp, log, cache_dir and f"{cache_dir}/eval")
         # Masked once and cached: every evaluation scores the same predictions.
         evaluation = prepare(evaluation, False, _num_tfrecord_files(data["eval_tfrecords"]))
         evaluation = evaluation.take(training["eval_batches"]).cache()
@@ -238,8 +264,9 @@ def _history_callback(path, start_rows, accumulation, chief=True):
 def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     """Runs the recipe into `output_dir` (resuming a backup there); returns a summary dict.
 
-    Under a multi-worker distribution every worker runs this with the same `output_dir`
-    (shared storage, e.g. a bucket); only the chief writes to it.
+    `output_dir` may be any path tf.io.gfile reaches (gs://bucket/run). Under a multi-worker
+    or multi-host distribution every worker runs this with the same `output_dir` (shared
+    storage, e.g. a bucket: every worker resumes from its backup); only the chief writes to it.
     """
     import keras
 
@@ -252,6 +279,7 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
         set_mixed_precision,
         training_callbacks,
     )
+    from keras_bert_suite import storage
 
     if recipe.get("task", "pretrainer") != "pretrainer":
         raise RecipeError(f"`kbs pretrain` runs task 'pretrainer' recipes, this one is "
@@ -264,7 +292,7 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     fit_arguments = checkpointed_fit_arguments(
         training["num_train_steps"], training["checkpoint_every_n_steps"], accumulation)
     if chief:
-        os.makedirs(output_dir, exist_ok=True)
+        storage.makedirs(output_dir)  # or gs://bucket/dir: any path tf.io.gfile reaches
         write_json(os.path.join(output_dir, "recipe.json"), recipe)
 
     keras.utils.set_random_seed(training["seed"])
@@ -272,8 +300,11 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     # Fail on a vocabulary without [CLS]/[SEP]/[MASK] before any corpus work.
     for token_id in ("cls_token_id", "sep_token_id", "mask_token_id", "pad_token_id"):
         getattr(tokenizer, token_id)
+    # The instances of a text corpus are made once into the run directory (a resumed run
+    # reads them back); a worker other than the chief makes its own copy locally.
+    cache_dir = os.path.join(output_dir, "pretraining_data") if chief else None
     train, evaluation = build_datasets(recipe, tokenizer, log=log, batch_size=batch_size,
-                                       distribution=distribution)
+                                       distribution=distribution, cache_dir=cache_dir)
 
     previous_policy = keras.config.dtype_policy()
     set_mixed_precision(precision)
@@ -305,8 +336,8 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     history_path = os.path.join(output_dir, "history.json")
     start_step = skip // (accumulation or 1)
     rows = []
-    if os.path.exists(history_path):
-        with open(history_path) as f:
+    if storage.exists(history_path):
+        with storage.open_file(history_path) as f:
             rows = [r for r in json.load(f)["history"] if r["step"] <= start_step]
     if skip:
         log(f"Resuming from the backup in {output_dir} at step {start_step}.")

@@ -12,7 +12,9 @@ dynamic_masking.py instead. The algorithm, on token ids:
 2. `num_to_predict = min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))`
    — counted over the whole instance, [CLS]/[SEP] included, as the original does.
 3. Groups are shuffled and taken in order; a group that would overshoot `num_to_predict` is
-   skipped and later (shorter) groups are still tried.
+   skipped and later (shorter) groups are still tried. (Without whole-word masking every group
+   is one token, and a uniform sample of `num_to_predict` positions is drawn instead: the same
+   distribution, fewer random draws.)
 4. Every chosen position becomes [MASK] with probability `mask_token_rate` (0.8), a token drawn
    uniformly from the whole vocabulary with `random_token_rate` (0.1), else stays unchanged.
 """
@@ -71,18 +73,24 @@ def mask_instance(token_ids, config, rng):
         rng: a `random.Random`.
     Returns (masked token ids, sorted masked positions, original ids at those positions).
     """
-    groups = []
-    for i, token_id in enumerate(token_ids):
-        if token_id in (config.cls_token_id, config.sep_token_id):
-            continue
-        if (config.whole_word_masking and groups and groups[-1][-1] == i - 1
-                and config.is_continuation[token_id]):
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    rng.shuffle(groups)
     num_to_predict = min(config.max_predictions_per_seq,
                          max(1, int(round(len(token_ids) * config.masked_lm_prob))))
+    specials = (config.cls_token_id, config.sep_token_id)
+    if config.whole_word_masking:
+        groups = []
+        for i, token_id in enumerate(token_ids):
+            if token_id in specials:
+                continue
+            if groups and groups[-1][-1] == i - 1 and config.is_continuation[token_id]:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        rng.shuffle(groups)
+    else:
+        # One-token groups: the first num_to_predict of a shuffle are a uniform sample, which
+        # costs num_to_predict draws instead of one per token (the pipeline's main cost).
+        candidates = [i for i, token_id in enumerate(token_ids) if token_id not in specials]
+        groups = [[i] for i in rng.sample(candidates, min(num_to_predict, len(candidates)))]
     output = list(token_ids)
     chosen = []
     for group in groups:

@@ -11,6 +11,7 @@ import random
 from keras_bert_suite.tasks.token_classifier.model import BertTokenClassifier
 from keras_bert_suite.recipe_runner.recipe import RecipeError
 from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
+from keras_bert_suite import storage
 
 MODEL = BertTokenClassifier
 
@@ -76,12 +77,12 @@ def evaluate(model, task_data, recipe, output_dir):
     sentences = task_data.evaluation
     predicted = predicted_tags(model, sentences, recipe["evaluation"]["batch_size"])
     gold = [list(s.tags) for s in sentences]
-    with open(os.path.join(output_dir, "predictions.conll"), "w", encoding="utf-8") as f:
+    with storage.open_file(os.path.join(output_dir, "predictions.conll"), "w") as f:
         for sentence, tags in zip(sentences, predicted):
             for word, gold_tag, tag in zip(sentence.words, sentence.tags, tags):
                 f.write(f"{word}\t{gold_tag}\t{tag}\n")
             f.write("\n")
-    with open(os.path.join(output_dir, "report.txt"), "w") as f:
+    with storage.open_file(os.path.join(output_dir, "report.txt"), "w") as f:
         f.write(classification_report(gold, predicted))
     scores = entity_scores(gold, predicted)
     return {"entity_f1": scores["f1"], "entity_precision": scores["precision"],
