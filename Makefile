@@ -47,6 +47,7 @@ test: setup data
 	rm -rf $$logs; exit $$status
 
 bench: setup data
+	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/tokenizer_throughput.py
 	$(BIN)/python bench/encoder_inference.py
 	$(BIN)/python bench/pretraining_speed.py

@@ -104,10 +104,26 @@ def bench_parser(description, shapes, default_shapes, default_rounds, worker_kin
     return parser
 
 
+def cpu_name():
+    """The CPU's model name and the vector/matrix extensions that decide CPU kernel speed."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return platform.processor() or platform.machine()
+    fields = dict(line.split(":", 1) for line in lines if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    flags = set(fields.get("flags", "").split())
+    extensions = [name for name, flag in (("AVX-512", "avx512f"), ("VNNI", "avx512_vnni"),
+                                          ("BF16", "avx512_bf16"), ("AMX", "amx_tile"))
+                  if flag in flags]
+    return f"{fields.get('model name', platform.machine())} ({', '.join(extensions)})"
+
+
 def results_header(threads, **details):
     """Date and machine facts that every results JSON starts with."""
     return {"date": datetime.date.today().isoformat(),
-            "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+            "machine": cpu_name(), "cpus": os.cpu_count(),
             "threads": threads,
             # How busy the shared machine was (1/5/15-minute run-queue averages) at the start.
             "load_average_at_start": os.getloadavg(), **details}

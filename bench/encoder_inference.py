@@ -1,22 +1,30 @@
-"""Encoder inference speed: ours per backend vs transformers.BertModel and keras-hub BertBackbone.
+"""Encoder inference speed: ours per backend vs transformers, ONNX Runtime and keras-hub.
 
     python bench/encoder_inference.py [--shapes minilm base] [--rounds 5] [--threads 2]
 
-Batch 32 x 128 tokens, fp32, CPU, random weights of the real shapes (speed does not depend
-on the values). Every library runs with the same thread count, in its own process, A B A B
+Batch 32 x 128 tokens, CPU, random weights of the real shapes (speed does not depend on the
+values). Every library runs with the same thread count, in its own process, A B A B
 interleaved (see _workers.py), and the table prints sequences/s and ratios measured in this one
-run. "matmul roofline" times only the dense layers' matmuls of the same shapes in torch; a
-contestant's fraction of it says how close to the machine's GEMM speed the whole model runs.
+run.
 
-Each Keras library is timed as a user calls it: `model.predict_on_batch(inputs)`, both with
-the default compile settings and with `jit_compile=True` (XLA on TensorFlow and JAX).
+Peers (bench/onnx_peers.py): transformers.BertModel in torch fp32 and with torch's dynamic
+int8 (FBGEMM); the same BertModel exported to ONNX and run by ONNX Runtime in fp32 and
+dynamic int8; keras-hub's BertBackbone on each Keras backend. Each Keras library is timed as
+a user calls it: `model.predict_on_batch(inputs)`, with the default compile settings and with
+`jit_compile=True` (XLA on TensorFlow and JAX).
+
+"of roofline": the model's FLOPs per second over the best fp32 GEMM ([4096, 384] x
+[384, 1536]) that any library (ONNX Runtime, TensorFlow, torch, numpy) reaches in this run:
+how close the whole model comes to the machine's reachable matmul speed.
 """
 
 import os
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _workers  # noqa: E402
+import onnx_peers  # noqa: E402
 
 SHAPES = {  # num_layers, hidden_dim, num_heads, intermediate_dim
     "minilm": (6, 384, 12, 1536),
@@ -41,7 +49,7 @@ def _inputs():
             "padding_mask": np.ones((BATCH, LENGTH), "int32")}
 
 
-def keras_worker(shape_name):
+def keras_worker(shape_name, threads):
     import keras
     import keras_hub
 
@@ -62,56 +70,66 @@ def keras_worker(shape_name):
             jitted.set_weights(model.get_weights())
             jitted.compile(jit_compile=True)
             contestants[f"{label} {backend} xla"] = lambda m=jitted: m.predict_on_batch(inputs)
+    if backend == "tensorflow":
+        contestants.update(onnx_peers.gemm_contestants(["tensorflow"], threads))
     _workers.serve(contestants)
+
+
+def _transformers_model(shape_name):
+    import transformers
+
+    layers, hidden, heads, intermediate = SHAPES[shape_name]
+    return transformers.BertModel(transformers.BertConfig(
+        vocab_size=VOCABULARY, num_hidden_layers=layers, hidden_size=hidden,
+        num_attention_heads=heads, intermediate_size=intermediate)).eval()
 
 
 def torch_worker(shape_name, threads):
     import torch
-    import transformers
 
     torch.set_num_threads(threads)
-    layers, hidden, heads, intermediate = SHAPES[shape_name]
-    model = transformers.BertModel(transformers.BertConfig(
-        vocab_size=VOCABULARY, num_hidden_layers=layers, hidden_size=hidden,
-        num_attention_heads=heads, intermediate_size=intermediate)).eval()
+    model = _transformers_model(shape_name)
+    quantized = onnx_peers.torch_int8(model)
     inputs = {"input_ids": torch.tensor(_inputs()["token_ids"], dtype=torch.long),
               "attention_mask": torch.ones(BATCH, LENGTH, dtype=torch.long)}
 
-    def transformers_call():
+    def call(network):
         with torch.inference_mode():
-            model(**inputs)
+            network(**inputs)
 
-    rows = BATCH * LENGTH
-    x = torch.randn(rows, hidden)
-    h = torch.randn(rows, intermediate)
-    weights = [torch.randn(hidden, 3 * hidden), torch.randn(hidden, hidden),
-               torch.randn(hidden, intermediate), torch.randn(intermediate, hidden)]
+    _workers.serve({"transformers torch": lambda: call(model),
+                    "transformers torch int8": lambda: call(quantized),
+                    **onnx_peers.gemm_contestants(["torch", "numpy"], threads)})
 
-    def matmul_roofline():  # the dense layers' GEMMs only, no attention, no element-wise work
-        with torch.inference_mode():
-            for _ in range(layers):
-                x @ weights[0], x @ weights[1], x @ weights[2], h @ weights[3]
 
-    _workers.serve({"transformers torch": transformers_call, "matmul roofline": matmul_roofline})
+def onnxruntime_worker(shape_name, threads):
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as work_dir:
+        sessions = onnx_peers.onnx_sessions(_transformers_model(shape_name), threads, work_dir)
+    inputs = _inputs()
+    feed = onnx_peers.onnx_feed(inputs["token_ids"], inputs["padding_mask"],
+                                np.zeros_like(inputs["token_ids"]))
+    contestants = {f"onnxruntime {precision}": lambda s=sess: s.run(None, feed)
+                   for precision, sess in sessions.items()}
+    _workers.serve({**contestants, **onnx_peers.gemm_contestants(["onnxruntime"], threads)})
 
 
 def run(shape_name, rounds, threads, backends):
     env = _workers.thread_env(threads)
     script = os.path.abspath(__file__)
-    workers = [_workers.Worker([script, "--worker", "torch", "--shape", shape_name,
-                                "--threads", str(threads)], env)]
+    common = ["--shape", shape_name, "--threads", str(threads)]
+    workers = [_workers.Worker([script, "--worker", kind, *common], env)
+               for kind in ("torch", "onnxruntime")]
     for backend in backends:
-        workers.append(_workers.Worker([script, "--worker", "keras", "--shape", shape_name],
+        workers.append(_workers.Worker([script, "--worker", "keras", *common],
                                        {**env, "KERAS_BACKEND": backend}))
     try:
         seconds = _workers.interleave(workers, rounds=rounds, repeats=3)
     finally:
         for worker in workers:
             worker.close()
-    layers, hidden, _, intermediate = SHAPES[shape_name]
-    roofline_flops = 2 * BATCH * LENGTH * layers * (
-        hidden * 3 * hidden + hidden * hidden + 2 * hidden * intermediate)
-    roofline = roofline_flops / seconds.pop("matmul roofline")
+    gemm_library, roofline_gflops, gemm_gflops = onnx_peers.best_gemm_gflops(seconds)
     reference = seconds["transformers torch"]
     rows = []
     for name, value in sorted(seconds.items(), key=lambda item: item[1]):
@@ -120,32 +138,37 @@ def run(shape_name, rounds, threads, backends):
         rows.append({
             "contestant": name, "seq_per_s": BATCH / value,
             "vs_transformers": reference / value,
+            "vs_onnxruntime_fp32": seconds["onnxruntime fp32"] / value,
             "vs_keras_hub_same_backend": hub / value if name.startswith("ours") and hub else None,
-            "fraction_of_matmul_roofline": model_flops(SHAPES[shape_name]) / value / roofline,
+            "fraction_of_roofline": (model_flops(SHAPES[shape_name]) / value
+                                     / (roofline_gflops * 1e9)),
             "backend": backend})
-    return {"shape": shape_name, "roofline_gflops": roofline / 1e9, "rows": rows}
+    return {"shape": shape_name, "roofline_gflops": roofline_gflops,
+            "roofline_library": gemm_library, "gemm_gflops": gemm_gflops, "rows": rows}
 
 
 def main():
     args = _workers.bench_parser(__doc__.splitlines()[0], SHAPES, ["minilm", "base"], 5,
-                                 ["keras", "torch"]).parse_args()
-    if args.worker == "keras":
-        return keras_worker(args.shape)
-    if args.worker == "torch":
-        return torch_worker(args.shape, args.threads)
+                                 ["keras", "torch", "onnxruntime"]).parse_args()
+    workers = {"keras": keras_worker, "torch": torch_worker, "onnxruntime": onnxruntime_worker}
+    if args.worker:
+        return workers[args.worker](args.shape, args.threads)
 
     results = _workers.results_header(args.threads, batch=BATCH, sequence_length=LENGTH, shapes=[])
     for shape_name in args.shapes:
         result = run(shape_name, args.rounds, args.threads, args.backends)
         results["shapes"].append(result)
-        print(f"\n{shape_name} (batch {BATCH} x {LENGTH}, fp32, {args.threads} threads; "
-              f"matmul roofline {result['roofline_gflops']:.0f} GFLOP/s)")
-        print(f"{'contestant':28s} {'seq/s':>7s} {'x transformers':>15s} {'x keras-hub':>12s} "
-              f"{'of roofline':>12s}")
+        gemms = ", ".join(f"{name} {value:.0f}" for name, value in result["gemm_gflops"].items())
+        print(f"\n{shape_name} (batch {BATCH} x {LENGTH}, {args.threads} threads; roofline = best "
+              f"fp32 GEMM in this run, {result['roofline_library']} "
+              f"{result['roofline_gflops']:.0f} GFLOP/s; all GEMMs: {gemms})")
+        print(f"{'contestant':28s} {'seq/s':>7s} {'x ORT fp32':>11s} {'x transformers':>15s} "
+              f"{'x keras-hub':>12s} {'of roofline':>12s}")
         for row in result["rows"]:
             hub = row["vs_keras_hub_same_backend"]
-            print(f"{row['contestant']:28s} {row['seq_per_s']:7.1f} {row['vs_transformers']:15.2f} "
-                  f"{(f'{hub:.2f}' if hub else ''):>12s} {row['fraction_of_matmul_roofline']:12.0%}")
+            print(f"{row['contestant']:28s} {row['seq_per_s']:7.1f} "
+                  f"{row['vs_onnxruntime_fp32']:11.2f} {row['vs_transformers']:15.2f} "
+                  f"{(f'{hub:.2f}' if hub else ''):>12s} {row['fraction_of_roofline']:12.0%}")
     _workers.write_results("encoder_inference", results)
 
 

@@ -1,4 +1,4 @@
-"""Serving latency: raw text -> prediction, our exported SavedModel vs a transformers pipeline.
+"""Serving latency, raw text -> prediction: our SavedModel vs transformers and ONNX Runtime.
 
     python bench/serving_latency.py [--rounds 10] [--threads 2] [--no-rest]
 
@@ -13,7 +13,11 @@ Contestants, each in its own process, A B A B interleaved (see _workers.py):
                tensorflow_text; `signatures["serving_default"](text=...)` on raw strings.
   pipeline     transformers.pipeline("text-classification", model, fast tokenizer), torch CPU.
   direct       the same tokenizer + model called directly (no pipeline overhead).
-  rest         the same SavedModel behind `kbs serve`, called with RestClient (HTTP + JSON).
+  ort fp32     Hugging Face `tokenizers` (the fast tokenizer's Rust core, called directly) +
+               ONNX Runtime on the same network exported from transformers (bench/onnx_peers.py).
+  ort int8     the same with ONNX Runtime's dynamic int8 quantization of that export.
+  savedmodel bf16  the same with export_saved_model(..., precision="bfloat16").
+  rest         the fp32 SavedModel behind `kbs serve`, called with RestClient (HTTP + JSON).
 Inputs are real Rotten Tomatoes review sentences. Batch 1: p50/p99 of single requests;
 batch 32: sentences/s (median of batches). Every process runs with the same thread budget
 (--threads intra-op threads, 1 inter-op thread; see _workers.thread_env; and
@@ -30,10 +34,16 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _workers  # noqa: E402
+import onnx_peers  # noqa: E402
 
 PRESET, NUM_CLASSES, LENGTH, BATCH = "minilm_l6_h384_uncased", 2, 128, 32
 SENTENCES, CHECK = 512, 64  # distinct sentences cycled through; rows compared across sides
 MODEL_NAME = "sentiment"
+REFERENCES = ("ort fp32", "pipeline")  # the peers every row is divided by
+# Our exports (export_saved_model(..., precision=)), fp32 last: `kbs serve` (the rest row)
+# serves the newest version.
+PRECISIONS = ("bfloat16", "float32")
+LABELS = {"float32": "savedmodel", "bfloat16": "savedmodel bf16"}
 
 
 def _cycle(items):
@@ -77,14 +87,16 @@ def export_worker(work_dir):
         PRESET, num_classes=NUM_CLASSES, sequence_length=LENGTH)
     kernel, bias = model.classifier_head.get_weights()
     np.savez(os.path.join(work_dir, "head.npz"), kernel=kernel, bias=bias)
-    path = export_saved_model(model, base_dir=os.path.join(work_dir, "saved_models"),
-                              name=MODEL_NAME)
-    print(json.dumps({"export": path}), flush=True)
+    base_dir = os.path.join(work_dir, "saved_models")
+    paths = {precision: export_saved_model(model, base_dir=base_dir, name=MODEL_NAME,
+                                           precision=precision)
+             for precision in PRECISIONS}
+    print(json.dumps(paths), flush=True)
 
 
 # === workers ===
 
-def savedmodel_worker(work_dir, export_dir, threads):
+def savedmodel_worker(work_dir, export_dir, threads, label):
     sys.modules["keras_bert_suite"] = None  # as on a serving host: TF + tf-text only
     import numpy as np
     import tensorflow as tf
@@ -98,8 +110,26 @@ def savedmodel_worker(work_dir, export_dir, threads):
         return serve(text=tf.constant(texts))["probabilities"].numpy()
 
     sentences = _read_work(work_dir)
-    np.save(os.path.join(work_dir, "savedmodel.npy"), predict(sentences[:CHECK]))
-    _workers.serve(_contestants("savedmodel", predict, sentences))
+    np.save(os.path.join(work_dir, f"{label}.npy"), predict(sentences[:CHECK]))
+    _workers.serve(_contestants(label, predict, sentences))
+
+
+def _peer_model(work_dir):
+    """transformers' BertForSequenceClassification with our head's weights, and its fast
+    tokenizer: the same network as our export, so both sides compute the same answers."""
+    import numpy as np
+    import torch
+    import transformers
+
+    with open(os.path.join(work_dir, "checkpoint.txt")) as f:
+        checkpoint = f.read()
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        checkpoint, num_labels=NUM_CLASSES).eval()
+    head = np.load(os.path.join(work_dir, "head.npz"))
+    with torch.no_grad():
+        model.classifier.weight.copy_(torch.tensor(head["kernel"].T))
+        model.classifier.bias.copy_(torch.tensor(head["bias"]))
+    return model, transformers.AutoTokenizer.from_pretrained(checkpoint, use_fast=True)
 
 
 def transformers_worker(work_dir, threads):
@@ -109,15 +139,7 @@ def transformers_worker(work_dir, threads):
 
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
-    with open(os.path.join(work_dir, "checkpoint.txt")) as f:
-        checkpoint = f.read()
-    model = transformers.BertForSequenceClassification.from_pretrained(
-        checkpoint, num_labels=NUM_CLASSES).eval()
-    head = np.load(os.path.join(work_dir, "head.npz"))
-    with torch.no_grad():  # our head: the same network, so the same answers
-        model.classifier.weight.copy_(torch.tensor(head["kernel"].T))
-        model.classifier.bias.copy_(torch.tensor(head["bias"]))
-    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint, use_fast=True)
+    model, tokenizer = _peer_model(work_dir)
     pipe = transformers.pipeline("text-classification", model=model, tokenizer=tokenizer,
                                  device="cpu")
 
@@ -134,6 +156,34 @@ def transformers_worker(work_dir, threads):
     np.save(os.path.join(work_dir, "transformers.npy"), direct_predict(sentences[:CHECK]))
     _workers.serve({**_contestants("pipeline", pipeline_predict, sentences),
                     **_contestants("direct", direct_predict, sentences)})
+
+
+def onnxruntime_worker(work_dir, threads):
+    import numpy as np
+
+    model, tokenizer = _peer_model(work_dir)
+    sessions = onnx_peers.onnx_sessions(model, threads, work_dir)
+    fast = tokenizer.backend_tokenizer  # the Rust `tokenizers.Tokenizer`, no Python wrapper
+    fast.enable_truncation(LENGTH)
+    fast.enable_padding(pad_id=tokenizer.pad_token_id)
+
+    def predictor(session):
+        def predict(texts):
+            encodings = fast.encode_batch(texts)
+            feed = onnx_peers.onnx_feed(*(np.array([getattr(e, name) for e in encodings])
+                                          for name in ("ids", "attention_mask", "type_ids")))
+            logits = session.run(None, feed)[0]
+            odds = np.exp(logits - logits.max(-1, keepdims=True))
+            return odds / odds.sum(-1, keepdims=True)
+        return predict
+
+    sentences = _read_work(work_dir)
+    contestants = {}
+    for precision, session in sessions.items():
+        predict = predictor(session)
+        np.save(os.path.join(work_dir, f"ort_{precision}.npy"), predict(sentences[:CHECK]))
+        contestants.update(_contestants(f"ort {precision}", predict, sentences))
+    _workers.serve(contestants)
 
 
 def rest_worker(work_dir, base_dir):
@@ -184,12 +234,15 @@ def run(rounds, threads, rest, requests_per_round):
             text=True, check=False)
         if exporter.returncode:
             raise RuntimeError(f"export failed:\n{exporter.stderr[-3000:]}")
-        export_dir = json.loads(exporter.stdout.strip().splitlines()[-1])["export"]
+        export_dirs = json.loads(exporter.stdout.strip().splitlines()[-1])
+        export_dir = export_dirs["float32"]
         common = ["--work-dir", work_dir, "--threads", str(threads)]
         workers = [
-            _workers.Worker([script, "--worker", "savedmodel", "--export-dir", export_dir,
-                             *common], env),
-            _workers.Worker([script, "--worker", "transformers", *common], env)]
+            _workers.Worker([script, "--worker", "savedmodel", "--export-dir", path, "--label",
+                             LABELS[precision], *common], env)
+            for precision, path in export_dirs.items()] + [
+            _workers.Worker([script, "--worker", "transformers", *common], env),
+            _workers.Worker([script, "--worker", "onnxruntime", *common], env)]
         if rest:
             workers.append(_workers.Worker(
                 [script, "--worker", "rest", "--export-dir", os.path.dirname(
@@ -201,6 +254,12 @@ def run(rounds, threads, rest, requests_per_round):
         agreement = {"max_abs_probability_diff": float(np.abs(ours - peer).max()),
                      "same_label": float((ours.argmax(-1) == peer.argmax(-1)).mean()),
                      "sentences": len(ours)}
+        agreement["savedmodel_bf16_max_abs_probability_diff"] = float(np.abs(
+            np.load(os.path.join(work_dir, "savedmodel bf16.npy")) - peer).max())
+        for precision in ("fp32", "int8"):  # ONNX Runtime against transformers' probabilities
+            ort = np.load(os.path.join(work_dir, f"ort_{precision}.npy"))
+            agreement[f"ort_{precision}_max_abs_probability_diff"] = float(
+                np.abs(ort - peer).max())
         samples = {}
         try:
             for _ in range(rounds):  # A B A B: every contestant sees the same machine load
@@ -223,29 +282,34 @@ def summarize(samples):
                        "requests": len(single),
                        "sentences_per_s_b32": BATCH / statistics.median(batch),
                        "batches": len(batch)}
-    reference = rows["pipeline"]
-    for row in rows.values():
-        row["p50_vs_pipeline"] = row["p50_ms"] / reference["p50_ms"]
-        row["p99_vs_pipeline"] = row["p99_ms"] / reference["p99_ms"]
-        row["throughput_vs_pipeline"] = (row["sentences_per_s_b32"]
-                                         / reference["sentences_per_s_b32"])
+    for peer in REFERENCES:
+        reference = rows[peer]
+        for row in rows.values():
+            row[f"p50_vs_{peer}"] = row["p50_ms"] / reference["p50_ms"]
+            row[f"p99_vs_{peer}"] = row["p99_ms"] / reference["p99_ms"]
+            row[f"throughput_vs_{peer}"] = (row["sentences_per_s_b32"]
+                                            / reference["sentences_per_s_b32"])
     return rows
 
 
 def main():
     parser = _workers.bench_parser(__doc__.splitlines()[0], ["minilm"], ["minilm"], 10,
-                                   ["export", "savedmodel", "transformers", "rest"])
+                                   ["export", "savedmodel", "transformers", "onnxruntime",
+                                    "rest"])
     parser.add_argument("--requests-per-round", type=int, default=40)
     parser.add_argument("--no-rest", action="store_true", help="skip the kbs serve row")
     parser.add_argument("--work-dir", help=argparse_hidden())
     parser.add_argument("--export-dir", help=argparse_hidden())
+    parser.add_argument("--label", help=argparse_hidden())
     args = parser.parse_args()
     if args.worker == "export":
         return export_worker(args.work_dir)
     if args.worker == "savedmodel":
-        return savedmodel_worker(args.work_dir, args.export_dir, args.threads)
+        return savedmodel_worker(args.work_dir, args.export_dir, args.threads, args.label)
     if args.worker == "transformers":
         return transformers_worker(args.work_dir, args.threads)
+    if args.worker == "onnxruntime":
+        return onnxruntime_worker(args.work_dir, args.threads)
     if args.worker == "rest":
         return rest_worker(args.work_dir, args.export_dir)
 
@@ -257,17 +321,21 @@ def main():
                                       agreement=agreement, rows=rows)
     print(f"\nraw text -> probabilities, {PRESET}, sequence_length {LENGTH}, CPU, "
           f"{args.threads} threads; {results['date']}, {results['machine']} x{results['cpus']}")
-    print(f"agreement savedmodel vs transformers on {agreement['sentences']} sentences: "
-          f"max |p diff| {agreement['max_abs_probability_diff']:.1e}, "
-          f"same label {agreement['same_label']:.0%}")
-    print(f"{'contestant':12s} {'p50 ms':>8s} {'p99 ms':>8s} {'b32 sent/s':>11s} "
-          f"{'p50 x pipe':>11s} {'p99 x pipe':>11s} {'b32 x pipe':>11s}")
+    print(f"agreement with transformers on {agreement['sentences']} sentences, max |p diff|: "
+          f"savedmodel {agreement['max_abs_probability_diff']:.1e} (same label "
+          f"{agreement['same_label']:.0%}), savedmodel bf16 "
+          f"{agreement['savedmodel_bf16_max_abs_probability_diff']:.1e}, ort fp32 "
+          f"{agreement['ort_fp32_max_abs_probability_diff']:.1e}, ort int8 "
+          f"{agreement['ort_int8_max_abs_probability_diff']:.1e}")
+    print(f"{'contestant':15s} {'p50 ms':>8s} {'p99 ms':>8s} {'b32 sent/s':>11s} "
+          f"{'p50 x ort':>10s} {'b32 x ort':>10s} {'p50 x pipe':>11s} {'b32 x pipe':>11s}")
     for label, row in rows.items():
-        print(f"{label:12s} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} "
-              f"{row['sentences_per_s_b32']:11.1f} {row['p50_vs_pipeline']:11.2f} "
-              f"{row['p99_vs_pipeline']:11.2f} {row['throughput_vs_pipeline']:11.2f}")
-    print("(x pipe: latency ratios < 1 and throughput ratios > 1 mean faster than the "
-          "transformers pipeline)")
+        print(f"{label:15s} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} "
+              f"{row['sentences_per_s_b32']:11.1f} {row['p50_vs_ort fp32']:10.2f} "
+              f"{row['throughput_vs_ort fp32']:10.2f} {row['p50_vs_pipeline']:11.2f} "
+              f"{row['throughput_vs_pipeline']:11.2f}")
+    print("(x ort: against tokenizers + ONNX Runtime fp32; x pipe: against the transformers "
+          "pipeline; latency ratios < 1 and throughput ratios > 1 mean faster)")
     _workers.write_results("serving_latency", results)
 
 

@@ -13,7 +13,10 @@ it, uncased, with the bert-base-uncased vocabulary of the packaged all-MiniLM-L6
 * tokenizers: `BertWordPieceTokenizer.encode_batch` on the same 4096-sentence batches, with
   RAYON_NUM_THREADS=threads;
 * keras-hub: `WordPieceTokenizer(lowercase=True, strip_accents=True)` in a tf.function, also
-  sharded.
+  sharded;
+* ours, the eager calls a user writes on Python lists (4096 sentences each): `tokenizer(texts)`
+  (ragged ids), `tokenizer.encode_batch(texts)` (lists of ids) and `preprocessor(texts)`
+  (`BertPreprocessor`, packed to 128: numpy arrays).
 
 TensorFlow's intra- and inter-op pools are both set to `threads`. Before timing, ours is checked
 to give exactly the ids `tokenizers` gives on every sentence. Results go to stdout and
@@ -56,7 +59,7 @@ import tokenizers  # noqa: E402
 
 from keras_bert_suite.checkpoints import packaged_checkpoint_dir  # noqa: E402
 from keras_bert_suite.data import corpora  # noqa: E402
-from keras_bert_suite.text import BertTokenizer  # noqa: E402
+from keras_bert_suite.text import BertPreprocessor, BertTokenizer  # noqa: E402
 
 MAX_CHARS_PER_WORD = 200  # google-research/bert's value; `tokenizers` is set to match
 DATASET_PASSES = 3  # corpus passes per tf.data iterator (see dataset_contender)
@@ -133,6 +136,7 @@ def main():
     vocab_path = os.path.join(packaged_checkpoint_dir("all-MiniLM-L6-v2"), "vocab.txt")
 
     ours = BertTokenizer(vocab_path, max_input_chars_per_word=MAX_CHARS_PER_WORD)
+    preprocessor = BertPreprocessor(ours, sequence_length=128)
     reference = tokenizers.BertWordPieceTokenizer(vocab_path, lowercase=True)
     reference._tokenizer.model.max_input_chars_per_word = MAX_CHARS_PER_WORD
     hub = keras_hub.tokenizers.WordPieceTokenizer(
@@ -147,6 +151,10 @@ def main():
         "ours (tf.data map)": dataset_contender(ours, chunks, ARGS.threads, DATASET_PASSES),
         "tokenizers": tokenizers_contender(reference, chunks),
         "keras-hub (tf.function)": graph_contender(hub, batches, ARGS.threads),
+        # The natural eager calls on Python lists, as a user writes them.
+        "ours tokenizer(texts)": lambda: [ours(chunk) for chunk in chunks],
+        "ours encode_batch": lambda: [ours.encode_batch(chunk) for chunk in chunks],
+        "ours preprocessor(texts)": lambda: [preprocessor(chunk) for chunk in chunks],
     }
     for run in contenders.values():  # warm-up: tracing, kernel and thread pool start-up
         run()

@@ -5,12 +5,13 @@ import os
 
 import keras
 
-from keras_bert_suite.export import versions
+from keras_bert_suite.export import serving_graph, versions
 from keras_bert_suite.models.lora import without_lora
 
 
 def export_saved_model(model, base_dir="saved_models", name=None, version=None,
-                       preprocessor=None, label_names=None, warmup=True, **options):
+                       preprocessor=None, label_names=None, warmup=True, precision="float32",
+                       **options):
     """Exports `model` with raw-text signatures; returns the version directory.
 
     Args:
@@ -24,6 +25,10 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
             model built without one, e.g. a bare BertEncoder).
         label_names: replace `model.label_names` for this export.
         warmup: write assets.extra/tf_serving_warmup_requests.
+        precision: "float32" (default), or "bfloat16": the encoder's matmuls multiply bf16
+            copies of the kernels (fp32 accumulation; LayerNorm, softmax and the task head
+            stay fp32), which oneDNN runs on AMX or AVX512_BF16 where the CPU has them
+            (README, "Serving speed", has the measured speed and accuracy cost).
         **options: the task's answer options, e.g. `pair=True` (classifier on text_a and
             text_b), `max_answer_length=` / `n_best_size=` / `version_2_with_negative=` /
             `null_score_diff_threshold=` (span labeler).
@@ -52,16 +57,17 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
                              "model with one (from_preset does) or pass preprocessor=.")
         from keras_bert_suite.export.tf_writer import model_signatures
 
-        model_signatures(model, options)  # wrong options fail here, before any file is made
+        with serving_graph.serving_precision(precision):  # wrong options and precisions
+            model_signatures(model, options)  # fail here, before any file is made
         with versions.atomic_version_dir(model_dir, version) as (directory, version):
             if keras.backend.backend() == "tensorflow":
                 from keras_bert_suite.export.tf_writer import write_saved_model
 
-                write_saved_model(model, directory, options, name, warmup)
+                write_saved_model(model, directory, options, name, warmup, precision)
             else:
                 from keras_bert_suite.export.reexport import reexport_in_tensorflow
 
-                reexport_in_tensorflow(model, directory, options, name, warmup)
+                reexport_in_tensorflow(model, directory, options, name, warmup, precision)
     return os.path.join(model_dir, str(version))
 
 

@@ -4,6 +4,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from keras_bert_suite.export import serving_graph
 from keras_bert_suite.names import ENCODER_INPUTS
 
 # A batch of strings: the input of every raw-text signature.
@@ -32,9 +33,13 @@ class ServingSignature:
 
 def graph_model_call(model):
     """inputs -> the model's outputs at inference, as a dict of float32 tensors ("logits" for
-    a single output): how a serving function calls the model inside the traced graph."""
+    a single output): how a serving function calls the model inside the traced graph. The
+    encoder runs as a `ServingEncoder` (the same function in faster TF ops), the task's
+    head layers as they are."""
+    run = serving_graph.model_call(model)
+
     def call(inputs):
-        outputs = model(inputs, training=False)
+        outputs = run(inputs)
         if not isinstance(outputs, dict):
             outputs = {"logits": outputs}
         return {name: tf.cast(tf.stack(value, axis=1) if isinstance(value, (list, tuple))

@@ -13,7 +13,7 @@ import tempfile
 import keras
 import tensorflow as tf
 
-from keras_bert_suite.export import op_check, warmup
+from keras_bert_suite.export import op_check, serving_graph, warmup
 from keras_bert_suite.export.signature import (
     ServingSignature, encoder_inputs_signature, text_outputs_signature)
 from keras_bert_suite.names import DEFAULT_SIGNATURE, ENCODER_INPUTS, ENCODER_INPUTS_SIGNATURE
@@ -37,17 +37,21 @@ def model_signatures(model, options):
     return signatures
 
 
-def write_saved_model(model, directory, options, model_name, write_warmup=True):
+def write_saved_model(model, directory, options, model_name, write_warmup=True,
+                      precision="float32"):
     """Builds `model`'s signatures, saves, checks the ops, writes warmup and metadata.
-    `model.preprocessor` (text -> inputs) is traced into the raw-text signatures."""
+    `model.preprocessor` (text -> inputs) is traced into the raw-text signatures; the
+    encoder runs as a ServingEncoder in `precision`."""
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError("write_saved_model runs under KERAS_BACKEND=tensorflow; "
                            "use export_saved_model, which re-exports other backends' models.")
-    signatures = model_signatures(model, options)
-    # Each function is traced exactly once, here. (keras.export.ExportArchive traces every
-    # endpoint twice, once to find its variables and again inside tf.saved_model.save, whose
-    # save context is part of tf.function's cache key: that doubled the cost of an export.)
-    functions = {name: _trace(signature) for name, signature in signatures.items()}
+    with serving_graph.serving_precision(precision):
+        signatures = model_signatures(model, options)
+        # Each function is traced exactly once, here. (keras.export.ExportArchive traces
+        # every endpoint twice, once to find its variables and again inside
+        # tf.saved_model.save, whose save context is part of tf.function's cache key: that
+        # doubled the cost of an export.)
+        functions = {name: _trace(signature) for name, signature in signatures.items()}
     root = tf.Module()
     # The variables the functions read (the model's weights), nothing else of the Keras
     # objects: a serving host needs no Python object graph, only the signatures.
@@ -62,13 +66,14 @@ def write_saved_model(model, directory, options, model_name, write_warmup=True):
     default = signatures[DEFAULT_SIGNATURE]
     if write_warmup and default.warmup_inputs:
         warmup.write_warmup_requests(directory, model_name, default.warmup_inputs)
-    _write_metadata(directory, model, options, label_names, signatures)
+    _write_metadata(directory, model, options, label_names, signatures, precision)
 
 
-def _write_metadata(directory, model, options, label_names, signatures):
+def _write_metadata(directory, model, options, label_names, signatures, precision):
     preprocessor = model.preprocessor
     metadata = {"task": getattr(model, "task_name", type(model).__name__),
                 "model_class": type(model).__name__, "options": options,
+                "precision": precision,
                 "label_names": label_names,
                 "preprocessor": type(preprocessor).__name__,
                 "sequence_length": preprocessor.sequence_length,

@@ -5,7 +5,9 @@ import keras
 import tensorflow as tf
 
 from keras_bert_suite.text.packer import SegmentPacker
+from keras_bert_suite.text.preprocessing_layer import STRINGS
 from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
+from keras_bert_suite.text.preprocessing_layer import in_graph
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
 from keras_bert_suite.text.tokenizer import BertTokenizer
@@ -69,9 +71,16 @@ class BertPreprocessor(TokenizingPreprocessor):
         if len(segments) > 2:
             raise ValueError(f"BertPreprocessor takes one text or a pair (a, b); got "
                              f"{len(segments)} segments. Use SegmentPacker for more.")
-        ids = tuple(self.tokenizer(to_string_tensor(s, "x")) for s in segments)
-        packed = self.packer(ids)
+        strings = tuple(to_string_tensor(s, "x") for s in segments)
+        if in_graph() or any(s.shape.rank != 1 for s in strings):
+            packed = self._pack(*strings)
+        else:  # one graph for tokenizing and packing (see PreprocessingLayer.compiled)
+            packed = self.compiled(f"pack{len(strings)}", self._pack,
+                                   [STRINGS] * len(strings))(*strings)
         return to_numpy_if_eager(keras.utils.pack_x_y_sample_weight(packed, y, sample_weight))
+
+    def _pack(self, *strings):
+        return self.packer(tuple(self.tokenizer(s) for s in strings))
 
     @tf.autograph.experimental.do_not_convert
     def pack_with_truncation(self, *texts):

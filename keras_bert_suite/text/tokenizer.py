@@ -41,6 +41,7 @@ from keras_bert_suite.text import row_routing
 from keras_bert_suite.text import vocab_io
 from keras_bert_suite.text.normalizer import BertNormalizer
 from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
+from keras_bert_suite.text.preprocessing_layer import in_graph
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
 from keras_bert_suite.text.word_splitter import WordSplitter
 from keras_bert_suite.text.wordpiece import WordPiece
@@ -87,7 +88,6 @@ class BertTokenizer(PreprocessingLayer):
         self._splitter = WordSplitter()
         self._wordpiece = WordPiece(
             self.vocabulary, vocab_io.UNKNOWN_TOKEN, self.max_input_chars_per_word)
-        self._eager_functions = {}
 
     # === vocabulary ===
 
@@ -133,7 +133,8 @@ class BertTokenizer(PreprocessingLayer):
     @tf.autograph.experimental.do_not_convert  # plain TF code; converting it only costs time
     def call(self, inputs):
         strings, restore = _flatten(to_string_tensor(inputs))
-        return restore(self._tokenize(strings))
+        tokenize = self._tokenize if in_graph() else self.compiled("ids", self._tokenize)
+        return restore(tokenize(strings))
 
     @tf.autograph.experimental.do_not_convert
     def tokenize_with_offsets(self, inputs):
@@ -146,7 +147,10 @@ class BertTokenizer(PreprocessingLayer):
         offset_alignment.py), as the reference's alignments do.
         """
         strings, restore = _flatten(to_string_tensor(inputs))
-        ids, starts, ends = self._tokenize_with_offsets(strings)
+        tokenize = self._tokenize_with_offsets
+        if not in_graph():
+            tokenize = self.compiled("offsets", tokenize)
+        ids, starts, ends = tokenize(strings)
         return restore(ids), restore(starts), restore(ends)
 
     @tf.autograph.experimental.do_not_convert
@@ -211,14 +215,14 @@ class BertTokenizer(PreprocessingLayer):
 
     def encode_batch(self, texts):
         """list of str -> list of lists of int ids (no special tokens)."""
-        ids = self._eager("ids", self._tokenize)(self._python_batch(texts))
+        ids = self.compiled("ids", self._tokenize)(self._python_batch(texts))
         return ids.to_list()
 
     def encode_batch_with_offsets(self, texts):
         """list of str -> (ids, offsets): offsets[i][j] = (start, end) CHARACTER offsets into
         texts[i] (Python str indices, as `tokenizers` reports them)."""
         texts = self._check_texts(texts)
-        ids, starts, ends = self._eager("offsets", self._tokenize_with_offsets)(
+        ids, starts, ends = self.compiled("offsets", self._tokenize_with_offsets)(
             self._python_batch(texts))
         offsets = []
         for text, row_starts, row_ends in zip(texts, starts.to_list(), ends.to_list()):
@@ -239,13 +243,6 @@ class BertTokenizer(PreprocessingLayer):
         texts = self._check_texts(texts)
         return tf.constant([t.encode("utf-8", "surrogatepass") for t in texts], tf.string,
                            shape=[len(texts)])
-
-    def _eager(self, name, fn):
-        # One traced graph per method: eager op-by-op dispatch would dominate small batches.
-        if name not in self._eager_functions:
-            self._eager_functions[name] = tf.function(
-                fn, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-        return self._eager_functions[name]
 
     # === Keras plumbing ===
 

@@ -1,0 +1,62 @@
+"""A task model's inference call with its encoder computed by `ServingEncoder`, and the
+precision an export's encoder runs in."""
+
+import contextlib
+import threading
+
+from keras.src.models.functional import operation_fn
+
+from keras_bert_suite.export.serving_encoder import PRECISIONS, ServingEncoder
+
+_export = threading.local()  # the precision and ServingEncoders of the export being written
+
+
+@contextlib.contextmanager
+def serving_precision(precision):
+    """While active, `model_call` runs encoders in `precision` and every signature of the
+    export shares one ServingEncoder per encoder (so bf16 kernels are stored once)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}.")
+    previous = getattr(_export, "state", None)
+    _export.state = (precision, {})
+    try:
+        yield
+    finally:
+        _export.state = previous
+
+
+def _serving_encoder(encoder):
+    state = getattr(_export, "state", None)
+    if state is None:
+        return ServingEncoder(encoder)
+    precision, encoders = state
+    if id(encoder) not in encoders:
+        encoders[id(encoder)] = ServingEncoder(encoder, precision)
+    return encoders[id(encoder)]
+
+
+def model_call(model):
+    """inputs -> model(inputs, training=False), with the BertEncoder inside (or the model
+    itself, if it is one) replaced by its ServingEncoder; the other layers run as Keras
+    traces them."""
+    from keras_bert_suite.models.encoder import BertEncoder
+
+    if isinstance(model, BertEncoder):
+        return _serving_encoder(model)
+    encoder = getattr(model, "encoder", None)
+    if not isinstance(encoder, BertEncoder) or encoder not in model.layers:
+        return lambda inputs: model(inputs, training=False)
+    fast_encoder = _serving_encoder(encoder)
+
+    def layer_call(layer):
+        if layer is encoder:
+            return lambda encoder_inputs, **kwargs: fast_encoder(encoder_inputs)
+        return operation_fn(layer, training=False)
+
+    def call(inputs):
+        # What keras.Model.__call__ runs for a functional model (Functional.call), with one
+        # layer swapped: Keras has no public hook for that.
+        return model._run_through_graph(model._standardize_inputs(inputs),
+                                        operation_fn=layer_call)
+
+    return call
