@@ -6,6 +6,9 @@
   fine-tuned Rotten Tomatoes classifier, served from a TF-only process, keeps its held-out
   accuracy within one point of the float32 export, and MiniLM sentence embeddings keep a
   cosine >= 0.999 to the Keras model's.
+
+On every backend: ServingEncoder reads any backend's variables, and JAX and PyTorch models
+reach it through the TensorFlow re-export.
 """
 
 import json
@@ -22,8 +25,6 @@ from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomato
 from tests.conftest import to_numpy
 from tests.export.conftest import run_on_serving_host
 from tests.numerics import assert_close
-
-pytestmark = pytest.mark.needs_savedmodel(reason="the serving graph is TensorFlow's")
 
 MINILM = "minilm_l6_h384_uncased"
 
