@@ -5,7 +5,8 @@ import os
 
 import keras
 
-from keras_bert_suite.export import serving_graph, versions
+from keras_bert_suite.export import versions
+from keras_bert_suite.export.serving_encoder import check_precision
 from keras_bert_suite.models.lora import without_lora
 
 
@@ -57,8 +58,10 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
                              "model with one (from_preset does) or pass preprocessor=.")
         from keras_bert_suite.export.tf_writer import model_signatures
 
-        with serving_graph.serving_precision(precision):  # wrong options and precisions
-            model_signatures(model, options)  # fail here, before any file is made
+        # Wrong options and precisions fail here, before any file is made (the signatures
+        # are built in float32: bf16 kernel copies are made once, by the writer).
+        check_precision(precision)
+        model_signatures(model, options)
         with versions.atomic_version_dir(model_dir, version) as (directory, version):
             if keras.backend.backend() == "tensorflow":
                 from keras_bert_suite.export.tf_writer import write_saved_model

@@ -22,6 +22,11 @@ from keras_bert_suite.names import ENCODER_INPUTS
 PRECISIONS = ("float32", "bfloat16")
 
 
+def check_precision(precision):
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}.")
+
+
 class ServingEncoder:
     """`encoder`'s inference function in plain TensorFlow ops, on the encoder's own variables
     (a SavedModel holds each weight once, whichever signatures read it).
@@ -32,9 +37,7 @@ class ServingEncoder:
     """
 
     def __init__(self, encoder, precision="float32"):
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}.")
-        self.precision = precision
+        check_precision(precision)
         self.weights = encoder.weight_map()
         if precision == "bfloat16":  # the matmul kernels as bf16 copies, made once
             self.weights = {name: (_bfloat16_copy(value) if name.endswith("kernel")

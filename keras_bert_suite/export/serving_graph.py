@@ -6,7 +6,7 @@ import threading
 
 from keras.src.models.functional import operation_fn
 
-from keras_bert_suite.export.serving_encoder import PRECISIONS, ServingEncoder
+from keras_bert_suite.export.serving_encoder import ServingEncoder, check_precision
 
 _export = threading.local()  # the precision and ServingEncoders of the export being written
 
@@ -15,8 +15,7 @@ _export = threading.local()  # the precision and ServingEncoders of the export b
 def serving_precision(precision):
     """While active, `model_call` runs encoders in `precision` and every signature of the
     export shares one ServingEncoder per encoder (so bf16 kernels are stored once)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}.")
+    check_precision(precision)
     previous = getattr(_export, "state", None)
     _export.state = (precision, {})
     try:

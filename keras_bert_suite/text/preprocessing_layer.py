@@ -32,10 +32,12 @@ class PreprocessingLayer(keras.layers.Layer):
         return super().__call__(*args, **kwargs)
 
     def compiled(self, name, fn, input_signature=(STRINGS,)):
-        """`fn` as one traced graph (cached under `name`): what an eager call runs, since
-        op-by-op dispatch costs more than the work itself on small batches (an eager
-        `tokenizer(texts)` ran at 8.7 MB/s op by op, 22 MB/s as one graph). Inside a graph
-        (tf.data, a SavedModel) call `fn` directly instead."""
+        """`fn` as one traced graph (cached under `name`) when called eagerly, since op-by-op
+        dispatch costs more than the work itself on small batches (an eager
+        `tokenizer(texts)` ran at 8.7 MB/s op by op, 22 MB/s as one graph); `fn` itself
+        inside a graph (tf.data, tf.function, a SavedModel being traced)."""
+        if in_graph():
+            return fn
         if name not in self._compiled_functions:
             self._compiled_functions[name] = tf.function(
                 fn, input_signature=list(input_signature), autograph=False)

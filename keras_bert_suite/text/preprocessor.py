@@ -7,7 +7,6 @@ import tensorflow as tf
 from keras_bert_suite.text.packer import SegmentPacker
 from keras_bert_suite.text.preprocessing_layer import STRINGS
 from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
-from keras_bert_suite.text.preprocessing_layer import in_graph
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
 from keras_bert_suite.text.tokenizer import BertTokenizer
@@ -72,7 +71,7 @@ class BertPreprocessor(TokenizingPreprocessor):
             raise ValueError(f"BertPreprocessor takes one text or a pair (a, b); got "
                              f"{len(segments)} segments. Use SegmentPacker for more.")
         strings = tuple(to_string_tensor(s, "x") for s in segments)
-        if in_graph() or any(s.shape.rank != 1 for s in strings):
+        if any(s.shape.rank != 1 for s in strings):  # a scalar: the compiled graph takes [B]
             packed = self._pack(*strings)
         else:  # one graph for tokenizing and packing (see PreprocessingLayer.compiled)
             packed = self.compiled(f"pack{len(strings)}", self._pack,

@@ -41,7 +41,6 @@ from keras_bert_suite.text import row_routing
 from keras_bert_suite.text import vocab_io
 from keras_bert_suite.text.normalizer import BertNormalizer
 from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
-from keras_bert_suite.text.preprocessing_layer import in_graph
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
 from keras_bert_suite.text.word_splitter import WordSplitter
 from keras_bert_suite.text.wordpiece import WordPiece
@@ -133,8 +132,7 @@ class BertTokenizer(PreprocessingLayer):
     @tf.autograph.experimental.do_not_convert  # plain TF code; converting it only costs time
     def call(self, inputs):
         strings, restore = _flatten(to_string_tensor(inputs))
-        tokenize = self._tokenize if in_graph() else self.compiled("ids", self._tokenize)
-        return restore(tokenize(strings))
+        return restore(self.compiled("ids", self._tokenize)(strings))
 
     @tf.autograph.experimental.do_not_convert
     def tokenize_with_offsets(self, inputs):
@@ -147,10 +145,7 @@ class BertTokenizer(PreprocessingLayer):
         offset_alignment.py), as the reference's alignments do.
         """
         strings, restore = _flatten(to_string_tensor(inputs))
-        tokenize = self._tokenize_with_offsets
-        if not in_graph():
-            tokenize = self.compiled("offsets", tokenize)
-        ids, starts, ends = tokenize(strings)
+        ids, starts, ends = self.compiled("offsets", self._tokenize_with_offsets)(strings)
         return restore(ids), restore(starts), restore(ends)
 
     @tf.autograph.experimental.do_not_convert
