@@ -11,7 +11,8 @@ Peers (bench/onnx_peers.py): transformers.BertModel in torch fp32 and with torch
 int8 (FBGEMM); the same BertModel exported to ONNX and run by ONNX Runtime in fp32 and
 dynamic int8; keras-hub's BertBackbone on each Keras backend. Each Keras library is timed as
 a user calls it: `model.predict_on_batch(inputs)`, with the default compile settings and with
-`jit_compile=True` (XLA on TensorFlow and JAX).
+`jit_compile=True` (XLA on TensorFlow and JAX). "ours tensorflow export [bfloat16|int8]" is
+the encoder graph an `export_saved_model(..., precision=)` SavedModel runs (ServingEncoder).
 
 "of roofline": the model's FLOPs per second over the best fp32 GEMM ([4096, 384] x
 [384, 1536]) that any library (ONNX Runtime, TensorFlow, torch, numpy) reaches in this run:
@@ -61,7 +62,8 @@ def keras_worker(shape_name, threads):
     backend = keras.backend.backend()
     inputs = _inputs()
     contestants = {}
-    for label, model in (("ours", BertEncoder(**config)),
+    ours_encoder = BertEncoder(**config)
+    for label, model in (("ours", ours_encoder),
                          ("keras-hub", keras_hub.models.BertBackbone(**config))):
         default = model  # no compile(): exactly what a user's predict_on_batch runs
         contestants[f"{label} {backend}"] = lambda m=default: m.predict_on_batch(inputs)
@@ -71,8 +73,27 @@ def keras_worker(shape_name, threads):
             jitted.compile(jit_compile=True)
             contestants[f"{label} {backend} xla"] = lambda m=jitted: m.predict_on_batch(inputs)
     if backend == "tensorflow":
+        contestants.update(_serving_graph_contestants(ours_encoder, inputs))
         contestants.update(onnx_peers.gemm_contestants(["tensorflow"], threads))
     _workers.serve(contestants)
+
+
+def _serving_graph_contestants(encoder, inputs):
+    """The encoder graph our SavedModels run (ServingEncoder), per export precision; int8
+    without calibration text (the ops, hence the speed, are the same)."""
+    import tensorflow as tf
+
+    from keras_bert_suite.export.serving_encoder import ServingEncoder
+    from keras_bert_suite.names import SERVING_PRECISIONS
+
+    tensors = {name: tf.constant(value) for name, value in inputs.items()}
+    contestants = {}
+    for precision in SERVING_PRECISIONS:
+        graph = tf.function(ServingEncoder(encoder, precision).__call__)
+        label = "" if precision == "float32" else f" {precision}"
+        contestants[f"ours tensorflow export{label}"] = (
+            lambda g=graph: g(tensors)["sequence_output"].numpy())
+    return contestants
 
 
 def _transformers_model(shape_name):

@@ -17,6 +17,7 @@ Contestants, each in its own process, A B A B interleaved (see _workers.py):
                ONNX Runtime on the same network exported from transformers (bench/onnx_peers.py).
   ort int8     the same with ONNX Runtime's dynamic int8 quantization of that export.
   savedmodel bf16  the same with export_saved_model(..., precision="bfloat16").
+  savedmodel int8  the same with precision="int8", calibrated on 256 other reviews.
   rest         the fp32 SavedModel behind `kbs serve`, called with RestClient (HTTP + JSON).
 Inputs are real Rotten Tomatoes review sentences. Batch 1: p50/p99 of single requests;
 batch 32: sentences/s (median of batches). Every process runs with the same thread budget
@@ -42,8 +43,9 @@ MODEL_NAME = "sentiment"
 REFERENCES = ("ort fp32", "pipeline")  # the peers every row is divided by
 # Our exports (export_saved_model(..., precision=)), fp32 last: `kbs serve` (the rest row)
 # serves the newest version.
-PRECISIONS = ("bfloat16", "float32")
-LABELS = {"float32": "savedmodel", "bfloat16": "savedmodel bf16"}
+PRECISIONS = ("int8", "bfloat16", "float32")
+LABELS = {"float32": "savedmodel", "bfloat16": "savedmodel bf16", "int8": "savedmodel int8"}
+CALIBRATION = 256  # other reviews than the timed ones, for the int8 export's calibration
 
 
 def _cycle(items):
@@ -77,7 +79,9 @@ def export_worker(work_dir):
 
     texts, _ = load_rotten_tomatoes()
     rng = np.random.default_rng(0)
-    sentences = [texts[i] for i in rng.choice(len(texts), SENTENCES, replace=False)]
+    chosen = rng.choice(len(texts), SENTENCES + CALIBRATION, replace=False)
+    sentences = [texts[i] for i in chosen[:SENTENCES]]
+    calibration = [texts[i] for i in chosen[SENTENCES:]]
     with open(os.path.join(work_dir, "sentences.json"), "w") as f:
         json.dump(sentences, f)
     with open(os.path.join(work_dir, "checkpoint.txt"), "w") as f:  # the peer's weights
@@ -88,8 +92,9 @@ def export_worker(work_dir):
     kernel, bias = model.classifier_head.get_weights()
     np.savez(os.path.join(work_dir, "head.npz"), kernel=kernel, bias=bias)
     base_dir = os.path.join(work_dir, "saved_models")
-    paths = {precision: export_saved_model(model, base_dir=base_dir, name=MODEL_NAME,
-                                           precision=precision)
+    paths = {precision: export_saved_model(
+        model, base_dir=base_dir, name=MODEL_NAME, precision=precision,
+        calibration_texts=calibration if precision == "int8" else None)
              for precision in PRECISIONS}
     print(json.dumps(paths), flush=True)
 
@@ -254,8 +259,9 @@ def run(rounds, threads, rest, requests_per_round):
         agreement = {"max_abs_probability_diff": float(np.abs(ours - peer).max()),
                      "same_label": float((ours.argmax(-1) == peer.argmax(-1)).mean()),
                      "sentences": len(ours)}
-        agreement["savedmodel_bf16_max_abs_probability_diff"] = float(np.abs(
-            np.load(os.path.join(work_dir, "savedmodel bf16.npy")) - peer).max())
+        for precision in ("bf16", "int8"):
+            agreement[f"savedmodel_{precision}_max_abs_probability_diff"] = float(np.abs(
+                np.load(os.path.join(work_dir, f"savedmodel {precision}.npy")) - peer).max())
         for precision in ("fp32", "int8"):  # ONNX Runtime against transformers' probabilities
             ort = np.load(os.path.join(work_dir, f"ort_{precision}.npy"))
             agreement[f"ort_{precision}_max_abs_probability_diff"] = float(
@@ -324,7 +330,8 @@ def main():
     print(f"agreement with transformers on {agreement['sentences']} sentences, max |p diff|: "
           f"savedmodel {agreement['max_abs_probability_diff']:.1e} (same label "
           f"{agreement['same_label']:.0%}), savedmodel bf16 "
-          f"{agreement['savedmodel_bf16_max_abs_probability_diff']:.1e}, ort fp32 "
+          f"{agreement['savedmodel_bf16_max_abs_probability_diff']:.1e}, savedmodel int8 "
+          f"{agreement['savedmodel_int8_max_abs_probability_diff']:.1e}, ort fp32 "
           f"{agreement['ort_fp32_max_abs_probability_diff']:.1e}, ort int8 "
           f"{agreement['ort_int8_max_abs_probability_diff']:.1e}")
     print(f"{'contestant':15s} {'p50 ms':>8s} {'p99 ms':>8s} {'b32 sent/s':>11s} "

@@ -5,6 +5,8 @@ import json
 import os
 import sys
 
+from keras_bert_suite.names import SERVING_PRECISIONS
+
 
 def _presets(args):
     from keras_bert_suite import list_presets
@@ -140,6 +142,8 @@ def _export(args):
     if not os.path.isfile(args.model):
         raise FileNotFoundError(f"{args.model} does not exist (expected a .keras file saved "
                                 "with model.save).")
+    precision = _export_precision(args)  # wrong flags fail before the model loads
+    calibration_texts = _calibration_texts(args.calibration_data)
     model = load_model(args.model, compile=False)
     preprocessor = None
     if args.preprocessor:
@@ -153,8 +157,31 @@ def _export(args):
     path = export_saved_model(
         model, args.base_dir, name=args.name, version=args.version,
         preprocessor=preprocessor, label_names=args.labels.split(",") if args.labels else None,
-        warmup=not args.no_warmup, precision=args.precision, **options)
+        warmup=not args.no_warmup, precision=precision, calibration_texts=calibration_texts,
+        **options)
     print(f"Exported {args.model} -> {path}")
+
+
+def _export_precision(args):
+    if args.quantize and args.precision not in (None, args.quantize):
+        raise ValueError(f"--quantize {args.quantize} and --precision {args.precision} "
+                         "contradict each other: give one of them.")
+    return args.quantize or args.precision or "float32"
+
+
+def _calibration_texts(path):
+    """A text file's non-empty lines (one text per line), or None without a file."""
+    if path is None:
+        return None
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--calibration_data {path} does not exist (expected a text "
+                                "file with one text per line).")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        texts = [line.strip() for line in f if line.strip()]
+    if not texts:
+        raise ValueError(f"--calibration_data {path} has no text (expected one text per line).")
+    print(f"Calibrating int8 on {len(texts)} texts from {path}")
+    return texts
 
 
 def _add_recipe_command(commands, name, description, example, override):
@@ -279,9 +306,17 @@ def build_parser():
                              "repeatable")
     export.add_argument("--labels", help="comma-separated label names")
     export.add_argument("--no_warmup", action="store_true")
-    export.add_argument("--precision", choices=["float32", "bfloat16"], default="float32",
-                        help="bfloat16: the encoder's matmuls in bf16 (faster on CPUs with "
-                             "AMX or AVX512_BF16; see the README's serving speed section)")
+    export.add_argument("--precision", choices=SERVING_PRECISIONS, default=None,
+                        help="float32 (default); bfloat16: the encoder's matmuls in bf16 "
+                             "(faster on CPUs with AMX or AVX512_BF16); int8: the same as "
+                             "--quantize int8 (see the README's serving speed section)")
+    export.add_argument("--quantize", choices=["int8"],
+                        help="int8: the encoder's matmuls in int8 with activations quantized "
+                             "per call (oneDNN, VNNI), the FFN output's in bf16")
+    export.add_argument("--calibration_data", metavar="TEXT_FILE",
+                        help="with --quantize int8: a text file, one text per line, like what "
+                             "the model will serve (a few hundred lines); sets the int8 "
+                             "smoothing from measured activation ranges (more accurate)")
     export.set_defaults(run=_export, user_errors=True)
     return parser
 

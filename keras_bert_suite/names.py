@@ -14,3 +14,7 @@ MASK_POSITIONS = "mask_positions"
 DEFAULT_SIGNATURE = "serving_default"
 # The model on packed ids (ENCODER_INPUTS), for clients that tokenize themselves.
 ENCODER_INPUTS_SIGNATURE = "encoder_inputs"
+
+# What an export's encoder computes its matmuls in (`export_saved_model(precision=)`,
+# `kbs export --precision` / `--quantize int8`).
+SERVING_PRECISIONS = ("float32", "bfloat16", "int8")

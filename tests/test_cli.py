@@ -1,6 +1,7 @@
 """The `kbs` command line and the demo's search pipeline."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -56,3 +57,20 @@ def test_demo_search_finds_paraphrased_sentences(sotu_files):
     query_vectors = demo.mean_pooled_embeddings(encoder, preprocessor, queries, progress=False)
     top1 = np.argmax(query_vectors @ vectors.T, axis=1)
     assert np.mean(top1 == np.arange(40)) >= 0.95
+
+
+def test_export_refuses_contradicting_precision_flags_and_missing_calibration_file(
+        tmp_path, capsys):
+    model_file = tmp_path / "model.keras"
+    model_file.write_bytes(b"")  # never loaded: the flags are checked first
+    for extra, message in (
+            (["--quantize", "int8", "--precision", "bfloat16"],
+             "--quantize int8 and --precision bfloat16 contradict each other"),
+            (["--quantize", "int8", "--calibration_data", str(tmp_path / "missing.txt")],
+             "missing.txt does not exist (expected a text file with one text per line)")):
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main(["export", str(model_file), "--name", "m", "--base_dir", str(tmp_path),
+                      *extra])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["model.keras"]

@@ -13,7 +13,7 @@ import tempfile
 
 
 def reexport_in_tensorflow(model, directory, options, model_name, write_warmup=True,
-                           precision="float32"):
+                           precision="float32", calibration_texts=None):
     """Saves `model` (.keras, its preprocessor and label names inside), then writes the
     SavedModel to `directory` from a TensorFlow-backend Python process."""
     import keras
@@ -25,7 +25,7 @@ def reexport_in_tensorflow(model, directory, options, model_name, write_warmup=T
         # export may override a task's (export_saved_model(..., preprocessor=...)).
         spec = {"model": model_path, "directory": directory, "options": options,
                 "model_name": model_name, "write_warmup": write_warmup,
-                "precision": precision,
+                "precision": precision, "calibration_texts": calibration_texts,
                 "preprocessor": keras.saving.serialize_keras_object(model.preprocessor),
                 "label_names": getattr(model, "label_names", None)}
         spec_path = os.path.join(work, "spec.json")
@@ -53,7 +53,7 @@ def main(spec_path):
     if spec["label_names"] is not None:
         model.label_names = spec["label_names"]
     write_saved_model(model, spec["directory"], spec["options"], spec["model_name"],
-                      spec["write_warmup"], spec["precision"])
+                      spec["write_warmup"], spec["precision"], spec["calibration_texts"])
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from keras_bert_suite.models.lora import without_lora
 
 def export_saved_model(model, base_dir="saved_models", name=None, version=None,
                        preprocessor=None, label_names=None, warmup=True, precision="float32",
-                       **options):
+                       calibration_texts=None, **options):
     """Exports `model` with raw-text signatures; returns the version directory.
 
     Args:
@@ -26,10 +26,17 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
             model built without one, e.g. a bare BertEncoder).
         label_names: replace `model.label_names` for this export.
         warmup: write assets.extra/tf_serving_warmup_requests.
-        precision: "float32" (default), or "bfloat16": the encoder's matmuls multiply bf16
+        precision: "float32" (default); "bfloat16": the encoder's matmuls multiply bf16
             copies of the kernels (fp32 accumulation; LayerNorm, softmax and the task head
-            stay fp32), which oneDNN runs on AMX or AVX512_BF16 where the CPU has them
-            (README, "Serving speed", has the measured speed and accuracy cost).
+            stay fp32), which oneDNN runs on AMX or AVX512_BF16 where the CPU has them;
+            "int8": post-training quantization, int8 kernels (a scale per output column)
+            times activations quantized to uint8 per call, on oneDNN's VNNI kernels, with
+            the FFN output matmul in bf16 (README, "Serving speed", has the measured speed
+            and accuracy cost of each).
+        calibration_texts: with precision="int8", real texts like those the model will
+            serve (a few hundred): their activation ranges set how the int8 matmuls are
+            smoothed. Without them the ranges are estimated from the LayerNorm weights,
+            which keeps less accuracy (docs/export.md, "int8").
         **options: the task's answer options, e.g. `pair=True` (classifier on text_a and
             text_b), `max_answer_length=` / `n_best_size=` / `version_2_with_negative=` /
             `null_score_diff_threshold=` (span labeler).
@@ -60,17 +67,19 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
 
         # Wrong options and precisions fail here, before any file is made (the signatures
         # are built in float32: bf16 kernel copies are made once, by the writer).
-        check_precision(precision)
+        check_precision(precision, calibration_texts)
         model_signatures(model, options)
         with versions.atomic_version_dir(model_dir, version) as (directory, version):
             if keras.backend.backend() == "tensorflow":
                 from keras_bert_suite.export.tf_writer import write_saved_model
 
-                write_saved_model(model, directory, options, name, warmup, precision)
+                write_saved_model(model, directory, options, name, warmup, precision,
+                                  calibration_texts)
             else:
                 from keras_bert_suite.export.reexport import reexport_in_tensorflow
 
-                reexport_in_tensorflow(model, directory, options, name, warmup, precision)
+                reexport_in_tensorflow(model, directory, options, name, warmup, precision,
+                                       calibration_texts)
     return os.path.join(model_dir, str(version))
 
 

@@ -4,6 +4,8 @@ precision an export's encoder runs in."""
 import contextlib
 import threading
 
+import numpy as np
+
 from keras.src.models.functional import operation_fn
 
 from keras_bert_suite.export.serving_encoder import ServingEncoder, check_precision
@@ -12,12 +14,13 @@ _export = threading.local()  # the precision and ServingEncoders of the export b
 
 
 @contextlib.contextmanager
-def serving_precision(precision):
-    """While active, `model_call` runs encoders in `precision` and every signature of the
-    export shares one ServingEncoder per encoder (so bf16 kernels are stored once)."""
+def serving_precision(precision, calibration_inputs=None):
+    """While active, `model_call` runs encoders in `precision` (int8: calibrated on
+    `calibration_inputs`, see `calibration_inputs()`) and every signature of the export
+    shares one ServingEncoder per encoder (so bf16 / int8 kernels are stored once)."""
     check_precision(precision)
     previous = getattr(_export, "state", None)
-    _export.state = (precision, {})
+    _export.state = (precision, calibration_inputs, {})
     try:
         yield
     finally:
@@ -28,10 +31,19 @@ def _serving_encoder(encoder):
     state = getattr(_export, "state", None)
     if state is None:
         return ServingEncoder(encoder)
-    precision, encoders = state
+    precision, calibration, encoders = state
     if id(encoder) not in encoders:
-        encoders[id(encoder)] = ServingEncoder(encoder, precision)
+        encoders[id(encoder)] = ServingEncoder(encoder, precision, calibration)
     return encoders[id(encoder)]
+
+
+def calibration_inputs(preprocessor, texts):
+    """Each of `texts` packed alone by the model's tokenizer at its sequence length: the
+    encoder inputs int8 calibration runs."""
+    from keras_bert_suite.text import BertPreprocessor
+
+    packer = BertPreprocessor(preprocessor.tokenizer, preprocessor.sequence_length)
+    return {name: np.asarray(values) for name, values in packer(list(texts)).items()}
 
 
 def model_call(model):

@@ -38,14 +38,17 @@ def model_signatures(model, options):
 
 
 def write_saved_model(model, directory, options, model_name, write_warmup=True,
-                      precision="float32"):
+                      precision="float32", calibration_texts=None):
     """Builds `model`'s signatures, saves, checks the ops, writes warmup and metadata.
     `model.preprocessor` (text -> inputs) is traced into the raw-text signatures; the
-    encoder runs as a ServingEncoder in `precision`."""
+    encoder runs as a ServingEncoder in `precision` (int8: calibrated on `calibration_texts`
+    when given)."""
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError("write_saved_model runs under KERAS_BACKEND=tensorflow; "
                            "use export_saved_model, which re-exports other backends' models.")
-    with serving_graph.serving_precision(precision):
+    calibration = None if calibration_texts is None else serving_graph.calibration_inputs(
+        model.preprocessor, calibration_texts)
+    with serving_graph.serving_precision(precision, calibration):
         signatures = model_signatures(model, options)
         # Each function is traced exactly once, here. (keras.export.ExportArchive traces
         # every endpoint twice, once to find its variables and again inside
@@ -66,14 +69,16 @@ def write_saved_model(model, directory, options, model_name, write_warmup=True,
     default = signatures[DEFAULT_SIGNATURE]
     if write_warmup and default.warmup_inputs:
         warmup.write_warmup_requests(directory, model_name, default.warmup_inputs)
-    _write_metadata(directory, model, options, label_names, signatures, precision)
+    _write_metadata(directory, model, options, label_names, signatures, precision,
+                    None if calibration_texts is None else len(calibration_texts))
 
 
-def _write_metadata(directory, model, options, label_names, signatures, precision):
+def _write_metadata(directory, model, options, label_names, signatures, precision,
+                    calibration_texts):
     preprocessor = model.preprocessor
     metadata = {"task": getattr(model, "task_name", type(model).__name__),
                 "model_class": type(model).__name__, "options": options,
-                "precision": precision,
+                "precision": precision, "calibration_texts": calibration_texts,
                 "label_names": label_names,
                 "preprocessor": type(preprocessor).__name__,
                 "sequence_length": preprocessor.sequence_length,
