@@ -50,6 +50,7 @@ bench: setup data
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/tokenizer_throughput.py
 	$(BIN)/python bench/encoder_inference.py
+	$(BIN)/python bench/torch_backend_settings.py
 	$(BIN)/python bench/pretraining_speed.py
 	$(BIN)/python bench/distribution_scaling.py
 	$(BIN)/python bench/serving_latency.py

@@ -12,7 +12,8 @@ int8 (FBGEMM); the same BertModel exported to ONNX and run by ONNX Runtime in fp
 dynamic int8; keras-hub's BertBackbone on each Keras backend. Each Keras library is timed as
 a user calls it: `model.predict_on_batch(inputs)`, with the default compile settings and with
 `jit_compile=True` (XLA on TensorFlow and JAX). "ours tensorflow export [bfloat16|int8]" is
-the encoder graph an `export_saved_model(..., precision=)` SavedModel runs (ServingEncoder).
+the encoder graph an `export_saved_model(..., precision=)` SavedModel runs (ServingEncoder);
+"ours <backend> mixed_bfloat16" the same encoder under Keras' mixed_bfloat16 dtype policy.
 
 "of roofline": the model's FLOPs per second over the best fp32 GEMM ([4096, 384] x
 [384, 1536]) that any library (ONNX Runtime, TensorFlow, torch, numpy) reaches in this run:
@@ -72,6 +73,12 @@ def keras_worker(shape_name, threads):
             jitted.set_weights(model.get_weights())
             jitted.compile(jit_compile=True)
             contestants[f"{label} {backend} xla"] = lambda m=jitted: m.predict_on_batch(inputs)
+    # bf16 compute, as a user asks for it: the mixed_bfloat16 policy (AMX / AVX512_BF16).
+    keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
+    bf16 = BertEncoder(**config)
+    keras.mixed_precision.set_dtype_policy("float32")
+    bf16.set_weights(ours_encoder.get_weights())
+    contestants[f"ours {backend} mixed_bfloat16"] = lambda: bf16.predict_on_batch(inputs)
     if backend == "tensorflow":
         contestants.update(_serving_graph_contestants(ours_encoder, inputs))
         contestants.update(onnx_peers.gemm_contestants(["tensorflow"], threads))
