@@ -66,7 +66,8 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
         from keras_bert_suite.export.tf_writer import model_signatures
 
         # Wrong options and precisions fail here, before any file is made (the signatures
-        # are built in float32: bf16 kernel copies are made once, by the writer).
+        # are built in float32: bf16 / int8 kernel copies and the int8 calibration are made
+        # once, by the writer).
         check_precision(precision, calibration_texts)
         model_signatures(model, options)
         with versions.atomic_version_dir(model_dir, version) as (directory, version):
