@@ -13,7 +13,8 @@ dynamic int8; keras-hub's BertBackbone on each Keras backend. Each Keras library
 a user calls it: `model.predict_on_batch(inputs)`, with the default compile settings and with
 `jit_compile=True` (XLA on TensorFlow and JAX). "ours tensorflow export [bfloat16|int8]" is
 the encoder graph an `export_saved_model(..., precision=)` SavedModel runs (ServingEncoder);
-"ours <backend> mixed_bfloat16" the same encoder under Keras' mixed_bfloat16 dtype policy.
+"ours <backend> mixed_bfloat16" the same encoder under Keras' mixed_bfloat16 dtype policy;
+"<library> <backend> keras int8" the model after Keras' `model.quantize("int8")`.
 
 "of roofline": the model's FLOPs per second over the best fp32 GEMM ([4096, 384] x
 [384, 1536]) that any library (ONNX Runtime, TensorFlow, torch, numpy) reaches in this run:
@@ -69,10 +70,13 @@ def keras_worker(shape_name, threads):
         default = model  # no compile(): exactly what a user's predict_on_batch runs
         contestants[f"{label} {backend}"] = lambda m=default: m.predict_on_batch(inputs)
         if backend != "torch":  # torch.compile of these graphs is not a supported path here
-            jitted = model.__class__.from_config(model.get_config())
-            jitted.set_weights(model.get_weights())
+            jitted = _copy(model)
             jitted.compile(jit_compile=True)
             contestants[f"{label} {backend} xla"] = lambda m=jitted: m.predict_on_batch(inputs)
+        quantized = _copy(model)  # Keras' own post-training int8, as a user calls it
+        quantized.quantize("int8")
+        contestants[f"{label} {backend} keras int8"] = (
+            lambda m=quantized: m.predict_on_batch(inputs))
     # bf16 compute, as a user asks for it: the mixed_bfloat16 policy (AMX / AVX512_BF16).
     keras.mixed_precision.set_dtype_policy("mixed_bfloat16")
     bf16 = BertEncoder(**config)
@@ -83,6 +87,12 @@ def keras_worker(shape_name, threads):
         contestants.update(_serving_graph_contestants(ours_encoder, inputs))
         contestants.update(onnx_peers.gemm_contestants(["tensorflow"], threads))
     _workers.serve(contestants)
+
+
+def _copy(model):
+    copy = model.__class__.from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def _serving_graph_contestants(encoder, inputs):

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.layers.lora import FusedQKV, LoraDense
+from keras_bert_suite.layers.quantized import float_kernel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -85,8 +86,8 @@ class BertSelfAttention(keras.layers.Layer):
 
     def _project_separately(self, queries, x):
         """Query [B, Q, N, Dh] from `queries`, key and value [B, T, N, Dh] from `x`, with the
-        fused [H, 3, N, Dh] weights."""
-        kernel = ops.cast(self.qkv.kernel, self.compute_dtype)
+        fused [H, 3, N, Dh] weights (dequantized when the model was quantized)."""
+        kernel = ops.cast(float_kernel(self.qkv), self.compute_dtype)
         bias = ops.cast(self.qkv.bias, self.compute_dtype)  # [3, N, Dh]
         query = ops.einsum("bqh,hnd->bqnd", queries, kernel[:, 0]) + bias[0]
         key_value = ops.einsum("bth,hcnd->btcnd", x, kernel[:, 1:]) + bias[1:]

@@ -42,6 +42,16 @@ class KeepsLoraAdapters:
         for index, variable in enumerate(variables):
             variable.assign(store[str(index)])
 
+    def quantize(self, mode=None, type_check=True, config=None):
+        # Keras' Dense / EinsumDense.quantize refuse subclasses (type_check), and Model.quantize
+        # only warns, leaving every transformer matmul in float. These subclasses change how
+        # LoRA adapters are saved, and a quantized projection has none.
+        if self.lora_enabled:
+            raise ValueError(
+                f"'{self.path}' has LoRA adapters: quantize the merged model instead "
+                "(keras_bert_suite.models.lora.without_lora(model).quantize('int8')).")
+        super().quantize(mode, type_check=False, config=config)
+
 
 class LoraDense(KeepsLoraAdapters, keras.layers.Dense):
     """keras.layers.Dense whose LoRA adapters survive saving and loading."""
@@ -67,7 +77,8 @@ class FusedQKV(KeepsLoraAdapters, keras.layers.EinsumDense):
             raise ValueError(f"LoRA is already enabled on '{self.path}'.")
         if self.quantization_mode is not None:
             raise ValueError(f"LoRA on a quantized ({self.quantization_mode}) projection is "
-                             "not supported: enable LoRA before quantizing.")
+                             "not supported: enable LoRA on the float model, merge it, then "
+                             "quantize.")
         hidden, *outputs = self._kernel.shape
         self._tracker.unlock()
         # float32 adapters, as Keras makes them: small updates would vanish in bf16/fp16.

@@ -5,6 +5,7 @@ from keras import ops
 
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.gelu import exact_gelu
+from keras_bert_suite.layers.quantized import float_embeddings
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -63,7 +64,7 @@ class MaskedLMHead(keras.layers.Layer):
             x = gather_rows(sequence_output, mask_positions)  # [B, P, H]
         x = exact_gelu(self.transform(x))  # exact erf GELU, as BERT trained
         x = self.layer_norm(x)
-        embeddings = ops.cast(self.token_embedding.embeddings, self.compute_dtype)  # [V, H]
+        embeddings = ops.cast(float_embeddings(self.token_embedding), self.compute_dtype)  # [V, H]
         logits = ops.matmul(x, ops.transpose(embeddings))  # [B, P, V]
         return logits + ops.cast(self.output_bias, self.compute_dtype)
 

@@ -7,7 +7,7 @@ from keras import ops
 
 from keras_bert_suite.layers import BertEmbeddings, TransformerBlock
 from keras_bert_suite.layers.gather_rows import gather_rows
-from keras_bert_suite.models import weight_names
+from keras_bert_suite.models import quantization, weight_names
 
 
 def _attention_mask(padding_mask):
@@ -92,7 +92,7 @@ def _check_model_parallel_split(heads, widths):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertEncoder(keras.Model):
+class BertEncoder(quantization.QuantizableModel, keras.Model):
     """The BERT encoder as a functional Keras model.
 
     Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask`, each [B, T] integers
@@ -290,8 +290,7 @@ class BertEncoder(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            # The functional Model drops the policy it was given; the layers keep it.
-            "dtype": keras.dtype_policies.serialize(self.embeddings.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self.layer_dtype_policy),
             "vocabulary_size": self.vocabulary_size,
             "num_layers": self.num_layers,
             "num_heads": self.num_heads,
@@ -307,7 +306,15 @@ class BertEncoder(keras.Model):
             "lora_alpha": self.lora_alpha,
             "layer_num_heads": self.layer_num_heads,
             "layer_intermediate_dims": self.layer_intermediate_dims,
+            **quantization.record(self),
         }
+
+    @property
+    def layer_dtype_policy(self):
+        """The policy the encoder was built with, for a task's head layers too: the
+        functional Model drops the one it was given, and quantized layers carry an int8
+        one (the embeddings block keeps the float policy)."""
+        return self.embeddings.dtype_policy
 
     @property
     def is_pruned(self):
@@ -316,7 +323,11 @@ class BertEncoder(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        config = dict(config)
+        quantized = config.pop(quantization.CONFIG_KEY, None)
+        encoder = cls(**config)
+        quantization.restore(encoder, quantized)
+        return encoder
 
     # === Parameter-efficient fine-tuning ===
 

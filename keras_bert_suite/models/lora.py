@@ -51,6 +51,9 @@ def enable(encoder, rank, alpha=None):
         raise ValueError(f"LoRA is already enabled on this encoder (rank "
                          f"{encoder.lora_rank}); it can be enabled once.")
     layers = [layer for _, layer in projections(encoder)]
+    if any(layer.quantization_mode is not None for layer in layers):
+        raise ValueError("LoRA on a quantized encoder is not supported: enable LoRA on the "
+                         "float model, train, merge it (without_lora), then quantize.")
     for layer in layers:
         layer.enable_lora(rank, lora_alpha=alpha)
     adapters = {id(layer.lora_kernel_a) for layer in layers} | {

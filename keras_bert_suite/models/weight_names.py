@@ -9,6 +9,7 @@ each of its weights, so `BertEncoder.weight_map()` has exactly the table's names
 import numpy as np
 
 from keras_bert_suite.checkpoints import weight_table
+from keras_bert_suite.layers.quantized import float_embeddings, float_weight
 # One error class for "weights do not fit", whether a reader or the model notices it.
 from keras_bert_suite.checkpoints.errors import CheckpointMismatchError  # noqa: F401
 
@@ -16,9 +17,10 @@ from keras_bert_suite.checkpoints.errors import CheckpointMismatchError  # noqa:
 # layer i for `layer_{i}/` weights) or from the head; the weight is that layer's `kernel`,
 # `bias`, `gamma` or `beta` as the name ends, else the module is the variable itself.
 _MODULES = {
-    "embeddings/token_embedding": lambda encoder: encoder.embeddings.token_embedding.embeddings,
+    "embeddings/token_embedding":
+        lambda encoder: float_embeddings(encoder.embeddings.token_embedding),
     "embeddings/segment_embedding":
-        lambda encoder: encoder.embeddings.segment_embedding.embeddings,
+        lambda encoder: float_embeddings(encoder.embeddings.segment_embedding),
     "embeddings/position_embedding": lambda encoder: encoder.embeddings.position_embedding,
     "embeddings/layer_norm": lambda encoder: encoder.embeddings.layer_norm,
     "attention/qkv": lambda block: block.attention.qkv,
@@ -55,18 +57,19 @@ def _variables(table, owner_of):
     for weight in table:
         module, variable = weight_table.split_template(weight.template)
         found = _MODULES[module](owner_of(weight))
-        variables[weight.name] = found if variable is None else getattr(found, variable)
+        # A quantized model's kernels and embedding tables read back as floats.
+        variables[weight.name] = found if variable is None else float_weight(found, variable)
     return variables
 
 
 def assign(variables, weights, owner):
     """Checks every name and shape first, then assigns, so a bad checkpoint changes nothing."""
     for name, variable in variables.items():
-        if not hasattr(variable, "assign"):  # a LoRA projection's merged kernel W + A B
+        if not hasattr(variable, "assign"):  # W + A B under LoRA, or a dequantized kernel
             raise ValueError(
-                f"{owner}: '{name}' cannot be loaded while LoRA is enabled; load the "
-                f"checkpoint first, then call enable_lora (from_preset(..., lora_rank=r) "
-                f"does it in that order).")
+                f"{owner}: '{name}' cannot be loaded while LoRA is enabled or the model is "
+                f"quantized; load the checkpoint first, then call enable_lora or quantize "
+                f"(from_preset(..., lora_rank=r) does it in that order).")
         if name not in weights:
             raise CheckpointMismatchError(
                 f"{owner}: the checkpoint has no weight for '{name}' (expected shape "

@@ -1,5 +1,6 @@
 """`prune`: score, choose and remove in one call."""
 
+from keras_bert_suite.models.quantization import refuse_quantized
 from keras_bert_suite.pruning.calibration import calibration_arrays
 from keras_bert_suite.pruning.importance import head_importance, neuron_importance
 from keras_bert_suite.pruning.selection import check_fraction, least_important
@@ -46,6 +47,7 @@ def prune(task, calibration_data, head_fraction=0.0, ffn_fraction=0.0, batch_siz
         raise ValueError("prune scores heads with a task's loss: pass a task model (e.g. "
                          "BertClassifier). For an encoder, choose the units yourself and "
                          "call prune_units / prune_heads / prune_ffn.")
+    refuse_quantized(task, "Pruning")  # before the scoring passes
     data = calibration_arrays(task, calibration_data, "prune")
     heads = neurons = None
     if head_fraction:

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 from keras_bert_suite.models.lora import without_lora
+from keras_bert_suite.models.quantization import refuse_quantized
 from keras_bert_suite.pruning.units import encoder_of
 
 logger = logging.getLogger(__name__)
@@ -19,6 +20,7 @@ def rebuild(model, encoder_changes, encoder_weights):
     `BertEncoder.weight_map`) and every other weight (task heads) copied. A task model comes
     back compiled with its defaults and shares `model`'s preprocessor. `model` has no LoRA
     adapters (merge them first: `without_adapters`)."""
+    refuse_quantized(model, "Pruning or masking")
     encoder = encoder_of(model)
     config = dict(model.get_config())  # new dicts for what changes, never get_config's own
     if model is encoder:

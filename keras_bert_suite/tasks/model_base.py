@@ -3,11 +3,14 @@ config, and labels keyed by output name."""
 
 import keras
 
+from keras_bert_suite.models import quantization
 
-class BertModelBase:
+
+class BertModelBase(quantization.QuantizableModel):
     """Mixin for a keras.Model with `self.encoder` and `self.preprocessor`.
 
-    * `get_config` / `from_config` serialize both (subclasses add their own arguments);
+    * `get_config` / `from_config` serialize both (subclasses add their own arguments) and
+      the head's quantized layers (the encoder records its own);
     * `labels_by_output` re-keys (y, sample_weight) to the model's output names before Keras'
       loss and metrics see them (identity unless overridden);
     * `compile_from_config` re-runs the model's own compile() (with its defaults) when a
@@ -21,15 +24,19 @@ class BertModelBase:
             "encoder": keras.layers.serialize(self.encoder),
             "preprocessor": (keras.layers.serialize(self.preprocessor)
                              if self.preprocessor is not None else None),
+            **quantization.record(self, skip=self.encoder),
         }
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        quantized = config.pop(quantization.CONFIG_KEY, None)
         config["encoder"] = keras.layers.deserialize(config["encoder"])
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.layers.deserialize(config["preprocessor"])
-        return cls(**config)
+        model = cls(**config)
+        quantization.restore(model, quantized, skip=model.encoder)
+        return model
 
     def labels_by_output(self, y, sample_weight):
         return y, sample_weight

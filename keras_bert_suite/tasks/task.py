@@ -63,7 +63,7 @@ def head_initializer(encoder):
 def dropout_and_dense(encoder, units, dropout, name="logits"):
     """BERT's fine-tuning head layers: (Dropout, a fresh Dense(units)), in the encoder's dtype
     policy."""
-    policy = encoder.token_embedding.dtype_policy
+    policy = encoder.layer_dtype_policy
     return (BertDropout(dropout, dtype=policy, name="classifier_dropout"),
             keras.layers.Dense(units, kernel_initializer=head_initializer(encoder), dtype=policy,
                                name=name))
@@ -97,7 +97,7 @@ class BertTask(BertModelBase, keras.Model):
         encoder = resolve_encoder(encoder, None)
         # The encoder's layers carry its dtype policy (a functional model's own is float32).
         super().__init__(inputs=inputs, outputs=outputs,
-                         dtype=encoder.token_embedding.dtype_policy, **kwargs)
+                         dtype=encoder.layer_dtype_policy, **kwargs)
         # Keras names functional outputs after their layers; ours are the dict keys (or
         # "logits" for one tensor), so compile()'s dicts and the labels line up by name.
         self.output_names = sorted(outputs) if isinstance(outputs, dict) else ["logits"]

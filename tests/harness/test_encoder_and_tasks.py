@@ -17,8 +17,8 @@ from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreproce
 from keras_bert_suite.tasks.token_classifier.preprocessor import TokenClassifierPreprocessor
 from tests.conftest import alternating_reviews
 from tests.harness import (
-    assert_all_close, check_config_round_trip, run_layer_test, run_preset_test, run_task_test,
-    to_numpy)
+    assert_all_close, check_config_round_trip, run_layer_test, run_preset_test,
+    run_quantization_test, run_task_test, to_numpy)
 
 PRESET = "bert_uncased_L-2_H-128_A-2"
 VOCABULARY = 30522
@@ -66,6 +66,7 @@ def test_bert_encoder():
     cls = to_numpy(outputs["sequence_output"])[:, 0]
     pooled = np.tanh(cls @ to_numpy(encoder.pooler.kernel) + to_numpy(encoder.pooler.bias))
     assert_all_close(outputs["pooled_output"], pooled)
+    run_quantization_test(encoder, inputs)
 
 
 # === BertClassifier ===

@@ -94,7 +94,7 @@ class BertFeatureExtractor(BertTask):
         if encoder.num_layers < _MIN_LAYERS.get(layers, 1):
             raise ValueError(f"layers={layers!r} needs at least {_MIN_LAYERS[layers]} "
                              f"transformer layers; the encoder has {encoder.num_layers}.")
-        policy = encoder.token_embedding.dtype_policy
+        policy = encoder.layer_dtype_policy
         scalar_mix = ScalarMix(dtype=policy, name="scalar_mix") if layers == "scalar_mix" else None
 
         # === Functional graph ===

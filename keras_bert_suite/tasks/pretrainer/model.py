@@ -107,7 +107,7 @@ class BertPretrainer(BertTask):
     def __init__(self, encoder=None, preprocessor=None, next_sentence_prediction=True,
                  backbone=None, **kwargs):
         encoder = resolve_encoder(encoder, backbone)
-        policy = encoder.token_embedding.dtype_policy
+        policy = encoder.layer_dtype_policy
         masked_lm_head = MaskedLMHead(
             encoder.token_embedding, layer_norm_epsilon=encoder.layer_norm_epsilon,
             initializer_range=encoder.initializer_range, dtype=policy, name="masked_lm_head")

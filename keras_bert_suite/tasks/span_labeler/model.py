@@ -66,7 +66,7 @@ class BertSpanLabeler(BertTask):
 
     def __init__(self, encoder=None, preprocessor=None, backbone=None, **kwargs):
         encoder = resolve_encoder(encoder, backbone)
-        policy = encoder.token_embedding.dtype_policy
+        policy = encoder.layer_dtype_policy
         head = keras.layers.Dense(2, kernel_initializer=head_initializer(encoder), dtype=policy,
                                   name="span_logits")
 
