@@ -37,15 +37,6 @@ def float_embeddings(layer):
                       ops.expand_dims(layer.embeddings_scale, -1))
 
 
-def float_weight(layer, name):
-    """`getattr(layer, name)` with quantized kernels and embedding tables dequantized."""
-    if name == "kernel":
-        return float_kernel(layer)
-    if name == "embeddings" and hasattr(layer, "embeddings_scale"):
-        return float_embeddings(layer)
-    return getattr(layer, name)
-
-
 def check_mode(mode, what):
     if mode not in QUANTIZE_MODES:
         raise ValueError(

@@ -9,7 +9,7 @@ each of its weights, so `BertEncoder.weight_map()` has exactly the table's names
 import numpy as np
 
 from keras_bert_suite.checkpoints import weight_table
-from keras_bert_suite.layers.quantized import float_embeddings, float_weight
+from keras_bert_suite.layers.quantized import float_embeddings, float_kernel
 # One error class for "weights do not fit", whether a reader or the model notices it.
 from keras_bert_suite.checkpoints.errors import CheckpointMismatchError  # noqa: F401
 
@@ -57,8 +57,11 @@ def _variables(table, owner_of):
     for weight in table:
         module, variable = weight_table.split_template(weight.template)
         found = _MODULES[module](owner_of(weight))
-        # A quantized model's kernels and embedding tables read back as floats.
-        variables[weight.name] = found if variable is None else float_weight(found, variable)
+        if variable is None:
+            variables[weight.name] = found
+        else:  # a quantized model's kernels read back as floats (embedding tables: above)
+            variables[weight.name] = (float_kernel(found) if variable == "kernel"
+                                      else getattr(found, variable))
     return variables
 
 

@@ -174,8 +174,7 @@ def served_precisions(tmp_path_factory):
     return {"paths": paths, "served": dict(zip(paths, results)), "base": base,
             "labels": labels[held_out], "keras_embeddings": expected, "sentences": sentences,
             "int8_first_32": first_32, "keras_int8": keras_int8,
-            "held_out_texts": [texts[i] for i in held_out],
-            "keras_path": str(work / "sentiment.keras")}
+            "held_out_texts": [texts[i] for i in held_out], "classifier": classifier}
 
 
 @pytest.mark.real
@@ -230,7 +229,7 @@ def test_keras_quantize_keeps_sentiment_accuracy_and_embeddings(served_precision
     float model, the same answers after a `.keras` round trip, an export of it that serves
     close to it, and MiniLM sentence embeddings (100 reviews) at cosine >= 0.99."""
     texts, labels = served_precisions["held_out_texts"], served_precisions["labels"]
-    float_model = keras.saving.load_model(served_precisions["keras_path"])
+    float_model = served_precisions["classifier"]
     quantized = served_precisions["keras_int8"]
     probabilities = {kind: _softmax(to_numpy(model.predict(texts, batch_size=32, verbose=0)))
                      for kind, model in (("float32", float_model), ("int8", quantized))}
