@@ -32,16 +32,22 @@ class PreprocessingLayer(keras.layers.Layer):
         return super().__call__(*args, **kwargs)
 
     def compiled(self, name, fn, input_signature=(STRINGS,)):
-        """`fn` as one traced graph (cached under `name`) when called eagerly, since op-by-op
-        dispatch costs more than the work itself on small batches (an eager
-        `tokenizer(texts)` ran at 8.7 MB/s op by op, 22 MB/s as one graph); `fn` itself
-        inside a graph (tf.data, tf.function, a SavedModel being traced)."""
-        if in_graph():
-            return fn
+        """`fn` as one traced graph, cached under `name`, for inputs that match
+        `input_signature` (other inputs, e.g. a scalar inside a graph, get `fn` itself).
+
+        Eagerly, op-by-op dispatch costs more than the work itself on small batches (an eager
+        `tokenizer(texts)` ran at 8.7 MB/s op by op, 22 MB/s as one graph). Inside a graph
+        (tf.data, tf.function, a SavedModel being traced) the cached graph is called as a
+        function: tf.data traces a new map function for every pipeline, and rebuilding the
+        tokenizer's ops each time cost seconds per `fit` / `predict` call on raw text.
+        """
         if name not in self._compiled_functions:
             self._compiled_functions[name] = tf.function(
                 fn, input_signature=list(input_signature), autograph=False)
-        return self._compiled_functions[name]
+        compiled = self._compiled_functions[name]
+        if not in_graph():
+            return compiled
+        return lambda *args: compiled(*args) if _matches(input_signature, args) else fn(*args)
 
 
 def to_string_tensor(inputs, argument="inputs"):
@@ -62,6 +68,13 @@ def to_string_tensor(inputs, argument="inputs"):
         return tf.constant(array, dtype=tf.string) if array.size else tf.zeros(array.shape, tf.string)
     raise ValueError(f"{argument} must be str, bytes, a list of them, a numpy array or a tf.string "
                      f"tensor; got {type(inputs).__name__}.")
+
+
+def _matches(signature, args):
+    """True when `args` are dense tensors that `signature`'s specs accept."""
+    return len(args) == len(signature) and all(
+        isinstance(arg, tf.Tensor) and spec.is_compatible_with(arg)
+        for spec, arg in zip(signature, args))
 
 
 def in_graph():

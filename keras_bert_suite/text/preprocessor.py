@@ -85,7 +85,14 @@ class BertPreprocessor(TokenizingPreprocessor):
     def pack_with_truncation(self, *texts):
         """[B] strings (one segment or two) -> (packed inputs, [B] bool `truncated`: the row
         could not hold every token). What the exported raw-text signatures report."""
-        ids = tuple(self.tokenizer(sanitize_utf8(to_string_tensor(t, "text"))) for t in texts)
+        strings = tuple(to_string_tensor(t, "text") for t in texts)
+        if any(s.shape.rank != 1 for s in strings):
+            return self._pack_with_truncation(*strings)
+        return self.compiled(f"pack_with_truncation{len(strings)}", self._pack_with_truncation,
+                             [STRINGS] * len(strings))(*strings)
+
+    def _pack_with_truncation(self, *strings):
+        ids = tuple(self.tokenizer(sanitize_utf8(s)) for s in strings)
         needed = sum(tf.cast(s.row_lengths(), tf.int32) for s in ids) + len(ids) + 1
         return self.packer(ids), needed > self.sequence_length
 
