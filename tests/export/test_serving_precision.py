@@ -86,6 +86,28 @@ def test_unknown_precision_is_refused_before_anything_is_written(tmp_path):
     assert not os.path.exists(tmp_path / "encoder")
 
 
+def test_int8_kernel_dequantizes_within_half_a_step():
+    """values / 127 * column scale is every weight to half a quantization step, and each
+    column's largest weight is +-127 exactly. A scale one step off (values * 128 / 127 read
+    back) moves the kernel by 0.8% uniformly, which the product check below cannot tell from
+    input rounding, and which LayerNorm hides from accuracy tests downstream."""
+    rng = np.random.default_rng(1)
+    kernel = rng.normal(0.0, 0.05, (64, 48)).astype("float32")
+    kernel[:, 0] *= 40.0
+    smoothing = rng.uniform(0.5, 2.0, 64).astype("float32")
+    for rows in (None, smoothing):
+        copy = int8_copy(kernel, rows)
+        values = copy.values.numpy().astype(np.float32)
+        scales = copy.column_scales.numpy()
+        target = kernel if rows is None else kernel * rows[:, None]
+        assert np.array_equal(np.abs(values).max(axis=0), np.full(48, 127.0))
+        error = np.abs(values / 127.0 * scales - target)
+        assert np.all(error <= scales / 254.0 * (1 + 1e-5) + 1e-9), error.max()
+        assert_close(copy.column_sums.numpy(), values.sum(axis=0), rtol=0, atol=0)
+        if rows is not None:
+            assert_close(copy.input_scales.numpy(), 1.0 / rows, rtol=1e-6, atol=0)
+
+
 def test_int8_matmul_matches_the_float32_product():
     rng = np.random.default_rng(0)
     x = rng.normal(0.3, 2.0, (24, 64)).astype("float32")  # negative inputs: a zero point

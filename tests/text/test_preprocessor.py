@@ -37,6 +37,32 @@ def test_tf_data_feeds_encoder_under_current_backend(preprocessor):
     assert np.all(np.isfinite(outputs["pooled_output"]))
 
 
+@pytest.mark.needs_tf_graph
+def test_every_pipeline_reuses_one_traced_packing(small_tokenizer):
+    """tf.data traces a map function per pipeline; the tokenizer and packer inside it are one
+    cached graph, traced once per preprocessor (not once per pipeline and segment), and the
+    cached graph gives what eager packing gives. Scalars still take the plain path."""
+    preprocessor = BertPreprocessor(small_tokenizer, sequence_length=10)
+    texts = ["the quick brown fox", "lazy dog", "unaffable", "the fox jumps over the lazy dog"]
+    batches = []
+    for _ in range(3):
+        dataset = tf.data.Dataset.from_tensor_slices(texts).batch(4).map(preprocessor)
+        batches.append({name: value.numpy() for name, value in next(iter(dataset)).items()})
+    pairs = tf.data.Dataset.from_tensor_slices((texts, texts[::-1])).batch(4)
+    pair_batch = next(iter(pairs.map(lambda a, b: preprocessor((a, b)))))
+    traced = preprocessor._compiled_functions
+    assert traced["pack1"].experimental_get_tracing_count() == 1
+    assert traced["pack2"].experimental_get_tracing_count() == 1
+    assert small_tokenizer._compiled_functions["ids"].experimental_get_tracing_count() == 1
+    eager = preprocessor(texts)
+    for batch in batches:
+        assert all(np.array_equal(batch[name], eager[name]) for name in NAMES)
+    eager_pairs = preprocessor((texts, texts[::-1]))
+    assert all(np.array_equal(pair_batch[name].numpy(), eager_pairs[name]) for name in NAMES)
+    single = tf.data.Dataset.from_tensor_slices(texts).map(preprocessor)  # scalars, unbatched
+    assert next(iter(single))["token_ids"].numpy().tolist() == eager["token_ids"][0].tolist()
+
+
 def test_eager_python_lists_give_numpy_for_any_backend(preprocessor):
     features = preprocessor(["the fox", "dog"])
     assert all(isinstance(v, np.ndarray) and v.dtype == np.int32 for v in features.values())
