@@ -11,9 +11,9 @@ PYTEST_ARGS ?=
 # fails with its name long before CI's own limit.
 PYTEST_FLAGS := -q -p no:cacheprovider --durations=20
 TESTS ?= tests
-# XLA's CPU backend spends most of a JAX test compiling: without LLVM's optimization passes a
-# JAX-only file (tests/layers, tests/harness/test_layers.py, tests/models/test_encoder.py) ran
-# in 45 s instead of 75-83 s, beside the other two backends. TensorFlow and PyTorch do not use
+# XLA's CPU backend spends most of a JAX test compiling: without LLVM's optimization passes the
+# JAX run of tests/layers, tests/harness/test_layers.py and tests/models/test_encoder.py took
+# 45 s instead of 75-83 s, beside the other two backends. TensorFlow and PyTorch do not use
 # XLA here. A per-process thread cap was tried too and lost (117 s wall against 89-97 s): the
 # three processes share the 2 cores better with their default pools.
 TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true

@@ -33,7 +33,7 @@ class PreprocessingLayer(keras.layers.Layer):
 
     def compiled(self, name, fn, input_signature=(STRINGS,)):
         """`fn` as one traced graph, cached under `name`, for inputs that match
-        `input_signature` (other inputs, e.g. a scalar inside a graph, get `fn` itself).
+        `input_signature`; other inputs (a scalar where the graph takes [B]) get `fn` itself.
 
         Eagerly, op-by-op dispatch costs more than the work itself on small batches (an eager
         `tokenizer(texts)` ran at 8.7 MB/s op by op, 22 MB/s as one graph). Inside a graph
@@ -45,8 +45,6 @@ class PreprocessingLayer(keras.layers.Layer):
             self._compiled_functions[name] = tf.function(
                 fn, input_signature=list(input_signature), autograph=False)
         compiled = self._compiled_functions[name]
-        if not in_graph():
-            return compiled
         return lambda *args: compiled(*args) if _matches(input_signature, args) else fn(*args)
 
 

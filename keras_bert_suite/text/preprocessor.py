@@ -71,11 +71,9 @@ class BertPreprocessor(TokenizingPreprocessor):
             raise ValueError(f"BertPreprocessor takes one text or a pair (a, b); got "
                              f"{len(segments)} segments. Use SegmentPacker for more.")
         strings = tuple(to_string_tensor(s, "x") for s in segments)
-        if any(s.shape.rank != 1 for s in strings):  # a scalar: the compiled graph takes [B]
-            packed = self._pack(*strings)
-        else:  # one graph for tokenizing and packing (see PreprocessingLayer.compiled)
-            packed = self.compiled(f"pack{len(strings)}", self._pack,
-                                   [STRINGS] * len(strings))(*strings)
+        # one graph for tokenizing and packing (see PreprocessingLayer.compiled)
+        packed = self.compiled(f"pack{len(strings)}", self._pack,
+                               [STRINGS] * len(strings))(*strings)
         return to_numpy_if_eager(keras.utils.pack_x_y_sample_weight(packed, y, sample_weight))
 
     def _pack(self, *strings):
@@ -86,8 +84,6 @@ class BertPreprocessor(TokenizingPreprocessor):
         """[B] strings (one segment or two) -> (packed inputs, [B] bool `truncated`: the row
         could not hold every token). What the exported raw-text signatures report."""
         strings = tuple(to_string_tensor(t, "text") for t in texts)
-        if any(s.shape.rank != 1 for s in strings):
-            return self._pack_with_truncation(*strings)
         return self.compiled(f"pack_with_truncation{len(strings)}", self._pack_with_truncation,
                              [STRINGS] * len(strings))(*strings)
 

@@ -38,11 +38,14 @@ def test_tf_data_feeds_encoder_under_current_backend(preprocessor):
 
 
 @pytest.mark.needs_tf_graph
-def test_every_pipeline_reuses_one_traced_packing(small_tokenizer):
+def test_every_pipeline_reuses_one_traced_packing():
     """tf.data traces a map function per pipeline; the tokenizer and packer inside it are one
     cached graph, traced once per preprocessor (not once per pipeline and segment), and the
-    cached graph gives what eager packing gives. Scalars still take the plain path."""
-    preprocessor = BertPreprocessor(small_tokenizer, sequence_length=10)
+    cached graph gives what eager packing gives. Scalars still take the plain path. The
+    tokenizer is this test's own: a shared one may have been traced for other graphs (a
+    SavedModel export traces it again)."""
+    tokenizer = BertTokenizer(SMALL_VOCABULARY)
+    preprocessor = BertPreprocessor(tokenizer, sequence_length=10)
     texts = ["the quick brown fox", "lazy dog", "unaffable", "the fox jumps over the lazy dog"]
     batches = []
     for _ in range(3):
@@ -53,7 +56,7 @@ def test_every_pipeline_reuses_one_traced_packing(small_tokenizer):
     traced = preprocessor._compiled_functions
     assert traced["pack1"].experimental_get_tracing_count() == 1
     assert traced["pack2"].experimental_get_tracing_count() == 1
-    assert small_tokenizer._compiled_functions["ids"].experimental_get_tracing_count() == 1
+    assert tokenizer._compiled_functions["ids"].experimental_get_tracing_count() == 1
     eager = preprocessor(texts)
     for batch in batches:
         assert all(np.array_equal(batch[name], eager[name]) for name in NAMES)
