@@ -384,7 +384,7 @@ def run_task_test(task, train_data, raw_predict_input=None, *, expected_output_s
         assert _json(restored.preprocessor.get_config()) == _json(task.preprocessor.get_config())
     # The restored copy is quantized: the task the caller holds stays float.
     run_quantization_test(restored, inputs, raw_predict_input=raw_predict_input,
-                          tmp_path=tmp_path)
+                          float_predictions=predictions, tmp_path=tmp_path)
     return restored, predictions
 
 
@@ -394,14 +394,19 @@ QUANTIZABLE = (keras.layers.Dense, keras.layers.EinsumDense, keras.layers.Embedd
 QUANTIZED_RELATIVE_ERROR = 0.05
 
 
-def run_quantization_test(model, input_data, *, raw_predict_input=None, tmp_path=None):
+def run_quantization_test(model, input_data, *, raw_predict_input=None,
+                          float_predictions=None, tmp_path=None):
     """`model.quantize("int8")` (the model is changed): see the module doc. Returns the
-    quantized model restored from its `.keras` file."""
+    quantized model restored from its `.keras` file.
+
+    float_predictions: the float model's predictions on `raw_predict_input`, when the caller
+        has them (run_task_test: from the model this one is a `.keras` copy of); computed
+        here otherwise."""
     encoder = model if hasattr(model, "transformer_layers") else model.encoder
     float_weights = {name: to_numpy(value) for name, value in encoder.weight_map().items()}
     expected = _model_call(model, input_data)
-    float_predictions = (model.predict(raw_predict_input, verbose=0)
-                         if raw_predict_input is not None else None)
+    if raw_predict_input is not None and float_predictions is None:
+        float_predictions = model.predict(raw_predict_input, verbose=0)
 
     model.quantize("int8")
     left_float = [layer.path for layer in model._flatten_layers()

@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.layers.lora import FusedQKV, LoraDense
 from keras_bert_suite.layers.quantized import float_kernel
+from keras_bert_suite.layers.initializer import BertInitializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -45,7 +46,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.head_dim = hidden_dim // num_heads if head_dim is None else head_dim
 
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        initializer = BertInitializer(stddev=initializer_range)
         self.qkv = FusedQKV(
             "bth,hcnd->btcnd", output_shape=(None, 3, num_heads, self.head_dim),
             bias_axes="cnd", kernel_initializer=initializer, dtype=self.dtype_policy,

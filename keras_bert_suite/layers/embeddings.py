@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.dropout import BertDropout
+from keras_bert_suite.layers.initializer import BertInitializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -34,7 +35,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
 
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        initializer = BertInitializer(stddev=initializer_range)
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size, hidden_dim, embeddings_initializer=initializer,
             dtype=self.dtype_policy, name="token_embedding")
@@ -51,7 +52,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.position_embedding = self.add_weight(
             name="position_embedding",
             shape=(self.max_sequence_length, self.hidden_dim),
-            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
+            initializer=BertInitializer(stddev=self.initializer_range),
         )
         self.layer_norm.build(tuple(token_ids_shape) + (self.hidden_dim,))
         self.built = True

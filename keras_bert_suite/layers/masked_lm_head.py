@@ -6,6 +6,7 @@ from keras import ops
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.gelu import exact_gelu
 from keras_bert_suite.layers.quantized import float_embeddings
+from keras_bert_suite.layers.initializer import BertInitializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -43,7 +44,7 @@ class MaskedLMHead(keras.layers.Layer):
 
         self.transform = keras.layers.Dense(
             self.hidden_dim,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=BertInitializer(stddev=initializer_range),
             dtype=self.dtype_policy, name="transform")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")

@@ -8,6 +8,7 @@ from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.gelu import exact_gelu
 from keras_bert_suite.layers.lora import LoraDense
+from keras_bert_suite.layers.initializer import BertInitializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -39,7 +40,7 @@ class TransformerBlock(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.head_dim = head_dim
 
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        initializer = BertInitializer(stddev=initializer_range)
         policy = self.dtype_policy
         self.attention = BertSelfAttention(
             num_heads, hidden_dim, dropout=dropout, initializer_range=initializer_range,

@@ -8,6 +8,7 @@ from keras import ops
 from keras_bert_suite.layers import BertEmbeddings, TransformerBlock
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.models import quantization, weight_names
+from keras_bert_suite.layers.initializer import BertInitializer
 
 
 def _attention_mask(padding_mask):
@@ -168,7 +169,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         ]
         pooler = keras.layers.Dense(
             hidden_dim, activation="tanh",
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=BertInitializer(stddev=initializer_range),
             dtype=policy, name="pooler")
 
         # === Functional graph ===

@@ -25,6 +25,7 @@ from keras_bert_suite.tasks.model_base import BertModelBase
 from keras_bert_suite.text import task_inputs
 from keras_bert_suite.text.preprocessor import BertPreprocessor
 from keras_bert_suite.training.optimizers import create_optimizer
+from keras_bert_suite.layers.initializer import BertInitializer
 
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 # The top of the BERT paper's fine-tuning grid (2e-5 .. 5e-5). The number of training steps
@@ -57,7 +58,7 @@ def encoder_inputs(shape=(None,)):
 
 def head_initializer(encoder):
     """Fresh task heads start as BERT's did: truncated normal, stddev 0.02."""
-    return keras.initializers.TruncatedNormal(stddev=encoder.initializer_range)
+    return BertInitializer(stddev=encoder.initializer_range)
 
 
 def dropout_and_dense(encoder, units, dropout, name="logits"):

@@ -16,7 +16,9 @@ from keras_bert_suite.tasks.pretrainer.data_pipeline import create_pretraining_d
 from keras_bert_suite.tasks.pretrainer.documents import read_documents
 from keras_bert_suite.tasks.pretrainer.tfrecords import read_pretraining_tfrecords
 
-pytestmark = pytest.mark.real
+# Beam, TFRecords and tf.data: no Keras op runs, so the records cannot depend on the Keras
+# backend and the pipeline runs once, in the TensorFlow process.
+pytestmark = [pytest.mark.real, pytest.mark.needs_tf_graph]
 
 SETTINGS = dict(layout="paragraph_per_line", dupe_factor=2, sequence_length=64,
                 max_predictions_per_seq=10, log=lambda *_: None)

@@ -17,6 +17,9 @@ from tests.harness import check_config_round_trip, run_model_saving_test
 from tests.numerics import assert_close
 
 TEACHER_PRESET = "bert_uncased_L-4_H-256_A-4"  # random weights: shapes and numbers, no download
+# Where a test needs no choice of teacher layers, a 2-layer teacher and a 1-layer student:
+# tracing the distiller's step costs time per layer, and one layer still distils.
+SMALL_TEACHER = "bert_uncased_L-2_H-128_A-2"
 LENGTH = 16
 
 
@@ -127,7 +130,7 @@ def test_student_copies_the_chosen_teacher_layers_exactly(teacher, reviews):
 def test_head_outputs_are_the_models_own(task_class, arguments, head, reviews):
     """The distiller runs the encoder itself (for its hidden states) and then the task's
     head_outputs: the same numbers as calling the task."""
-    task = task_class.from_preset(TEACHER_PRESET, load_weights=False, sequence_length=LENGTH,
+    task = task_class.from_preset(SMALL_TEACHER, load_weights=False, sequence_length=LENGTH,
                                   **arguments)
     texts = reviews[0][:3]
     x = task.preprocessor((texts, texts)) if task_class is BertSpanLabeler else None
@@ -142,7 +145,7 @@ def test_head_outputs_are_the_models_own(task_class, arguments, head, reviews):
 
 
 def test_pretrainer_head_outputs_are_the_models_own():
-    pretrainer = BertPretrainer.from_preset(TEACHER_PRESET, load_weights=False)
+    pretrainer = BertPretrainer.from_preset(SMALL_TEACHER, load_weights=False)
     x = _pretraining_batch()[0]
     outputs, _ = run_with_hidden_states(pretrainer, x, training=False)
     assert_close_structure(outputs, pretrainer(x, training=False))
@@ -261,9 +264,9 @@ def test_teacher_outputs_from_disk_give_the_same_loss(teacher, reviews, tmp_path
 @pytest.mark.parametrize("task_class", [BertTokenClassifier, BertSpanLabeler])
 def test_token_and_span_students_train(task_class, reviews):
     arguments = {"num_classes": 3} if task_class is BertTokenClassifier else {}
-    teacher = task_class.from_preset(TEACHER_PRESET, load_weights=False, sequence_length=LENGTH,
+    teacher = task_class.from_preset(SMALL_TEACHER, load_weights=False, sequence_length=LENGTH,
                                      **arguments)
-    student = student_from_teacher(teacher, num_layers=2)
+    student = student_from_teacher(teacher, num_layers=1)
     texts = reviews[0][:4]
     if task_class is BertTokenClassifier:
         words = [text.split()[:8] for text in texts]
@@ -281,7 +284,7 @@ def test_token_and_span_students_train(task_class, reviews):
 def test_multiple_choice_student_distils_on_choice_logits():
     from keras_bert_suite import BertMultipleChoice
 
-    teacher = BertMultipleChoice.from_preset(TEACHER_PRESET, load_weights=False, num_choices=2,
+    teacher = BertMultipleChoice.from_preset(SMALL_TEACHER, load_weights=False, num_choices=2,
                                              sequence_length=LENGTH)
     student = student_from_teacher(teacher, num_layers=1)
     contexts = ["She opens the door.", "He picks up the guitar."]
@@ -311,11 +314,11 @@ def _pretraining_batch():
 
 
 def _student_unlike(teacher):
-    """A 2-layer student of `teacher` with a random MLM output bias of a few units. A random
+    """A 1-layer student of `teacher` with a random MLM output bias of a few units. A random
     teacher and its copied student predict nearly the same near-uniform distributions: a KL
     of ~1e-3 that float32 sums from 30k terms of size ~log V and rounds by ~1e-6, which no
     relative tolerance holds on every CPU. The bias makes the KL ~1."""
-    student = student_from_teacher(teacher, num_layers=2)
+    student = student_from_teacher(teacher, num_layers=1)
     bias = np.random.default_rng(0).normal(0.0, 2.0, student.masked_lm_head.output_bias.shape)
     student.masked_lm_head.output_bias.assign(bias.astype("float32"))
     return student
@@ -334,7 +337,7 @@ def _pretraining_soft_loss(teacher, student, x, mlm_weights, temperature):
 
 
 def test_task_agnostic_masked_lm_distillation_counts_real_predictions_only():
-    teacher = BertPretrainer.from_preset(TEACHER_PRESET, load_weights=False)
+    teacher = BertPretrainer.from_preset(SMALL_TEACHER, load_weights=False)
     student = _student_unlike(teacher)
     x, y = _pretraining_batch()
     distiller = BertDistiller(teacher, student, temperature=2.0, soft_weight=1.0,
@@ -376,7 +379,7 @@ def test_masked_lm_distillation_on_the_pretraining_data_path():
     x = {name: to_numpy(value) for name, value in x.items()}
     y = {name: to_numpy(value) for name, value in y.items()}
     assert x["token_ids"].shape == (4, 32) and y["mlm_weights"].sum() > 0
-    teacher = BertPretrainer.from_preset(TEACHER_PRESET, load_weights=False)
+    teacher = BertPretrainer.from_preset(SMALL_TEACHER, load_weights=False)
     student = _student_unlike(teacher)
     distiller = BertDistiller(teacher, student, temperature=1.0, soft_weight=1.0,
                               hard_weight=1.0)
@@ -409,13 +412,13 @@ def test_recipe_distils_a_student(tmp_path):
     from keras_bert_suite import recipe_runner
 
     recipe = recipe_runner.load_recipe("distill_rotten_tomatoes_cpu", overrides=[
-        "model.preset=\"bert_uncased_L-4_H-256_A-4\"", "model.load_weights=false",
+        f"model.preset=\"{SMALL_TEACHER}\"", "model.load_weights=false",
         "data.max_train_examples=32", "data.max_eval_examples=32", "data.sequence_length=16",
-        "training.num_train_steps=2", "distillation.student_layers=2"])
+        "training.num_train_steps=2", "distillation.student_layers=1"])
     summary = recipe_runner.run_recipe(recipe, str(tmp_path), command="distill", verbose=0,
                                        log=lambda *_: None)
     metrics = summary["metrics"]
-    assert metrics["student_layers"] == 2 and metrics["eval_examples"] == 32
+    assert metrics["student_layers"] == 1 and metrics["eval_examples"] == 32
     assert metrics["student_parameters"] < metrics["teacher_parameters"]
     assert 0.0 <= metrics["accuracy"] <= 1.0 and "teacher" in metrics
     assert (tmp_path / "model.keras").exists() and (tmp_path / "teacher" / "model.keras").exists()

@@ -6,7 +6,8 @@
   int8 (`precision="int8"`, `kbs export --quantize int8`): a fine-tuned Rotten Tomatoes
   classifier, served from a TF-only process, keeps its held-out accuracy within one point of
   the float32 export, and MiniLM sentence embeddings keep a cosine >= 0.999 (bf16) / 0.99
-  (int8) to the Keras model's; `kbs serve` serves the int8 export.
+  (int8) to the Keras model's; `kbs serve` serves the int8 export. These real-data checks
+  run once, in the TensorFlow process.
 
 On every backend: ServingEncoder reads any backend's variables, and JAX and PyTorch models
 reach it through the TensorFlow re-export.
@@ -199,8 +200,12 @@ def served_precisions(tmp_path_factory):
             "held_out_texts": [texts[i] for i in held_out], "classifier": classifier}
 
 
+# The real-data evidence runs once, in the TensorFlow process: it is about the served
+# SavedModels (answered by a serving host) and Keras' int8 on a fine-tuned MiniLM; the
+# harness quantizes every task model on every backend.
 @pytest.mark.real
 @pytest.mark.slow
+@pytest.mark.needs_tf_serving
 @pytest.mark.parametrize("precision,probability_shift,min_cosine",
                          [("bfloat16", 0.005, 0.999), ("int8", 0.02, 0.99)])
 def test_reduced_precision_keeps_sentiment_accuracy_and_embeddings(
@@ -246,8 +251,9 @@ def test_reduced_precision_keeps_sentiment_accuracy_and_embeddings(
 
 @pytest.mark.real
 @pytest.mark.slow
+@pytest.mark.needs_tf_serving
 def test_keras_quantize_keeps_sentiment_accuracy_and_embeddings(served_precisions, tmp_path):
-    """`model.quantize("int8")` on this backend: held-out accuracy within 1.5 points of the
+    """`model.quantize("int8")`: held-out accuracy within 1.5 points of the
     float model, the same answers after a `.keras` round trip, an export of it that serves
     close to it, and MiniLM sentence embeddings (100 reviews) at cosine >= 0.99."""
     texts, labels = served_precisions["held_out_texts"], served_precisions["labels"]

@@ -14,6 +14,7 @@ from keras_bert_suite.tasks.task import (
 from keras_bert_suite.training.losses import MaskedLMLoss
 from keras_bert_suite.training.metrics import MaskedLMAccuracy, MaskedLMPerplexity
 from keras_bert_suite.training.optimizers import create_optimizer
+from keras_bert_suite.layers.initializer import BertInitializer
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ class BertPretrainer(BertTask):
         next_sentence_head = None
         if next_sentence_prediction:
             next_sentence_head = keras.layers.Dense(
-                2, kernel_initializer=keras.initializers.TruncatedNormal(
+                2, kernel_initializer=BertInitializer(
                     stddev=encoder.initializer_range),
                 dtype=policy, name="next_sentence_head")
 
