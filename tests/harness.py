@@ -390,8 +390,11 @@ def run_task_test(task, train_data, raw_predict_input=None, *, expected_output_s
 
 QUANTIZABLE = (keras.layers.Dense, keras.layers.EinsumDense, keras.layers.Embedding)
 # Output error of int8 (a scale per column, inputs per call) on the tiny random models here:
-# ||quantized - float|| / ||float|| measured 0.04-1% (span logits less: their masked -1e9s).
-QUANTIZED_RELATIVE_ERROR = 0.05
+# ||quantized - float|| / ||float|| is 0.04-3% for most outputs (span logits less: their
+# masked -1e9s), but a one-logit head (regression, choices) sums 16 terms that nearly cancel
+# and measured 0.3-12% over six seeds of the same regressor. A broken quantization (wrong
+# scale, a float kernel read as int8) is off by 100% or more.
+QUANTIZED_RELATIVE_ERROR = 0.25
 
 
 def run_quantization_test(model, input_data, *, raw_predict_input=None,

@@ -1,7 +1,8 @@
 """save_keras_hub / `kbs convert --to keras_hub`: KerasHub's own from_preset loads what we write
 with every variable set to our value (real MiniLM weights, every backend), computes our numbers
 once its tanh GELU is swapped for the exact one, and splits real text as we do; ours -> KerasHub
--> ours is exact; a classifier becomes a BertTextClassifier, a pretrainer a BertMaskedLM."""
+-> ours is exact; a classifier becomes a BertTextClassifier, a pretrainer a BertMaskedLM (the
+heads on a random 2-layer BERT)."""
 
 import os
 
@@ -27,6 +28,9 @@ keras_hub = pytest.importorskip("keras_hub")
 
 pytestmark = pytest.mark.real
 PRESET = "minilm_l6_h384_uncased"
+# The heads' mappings are properties of code: a random 2-layer, 128-wide BERT over the same
+# vocabulary proves them; the encoder (real weights, tanh-GELU gap measured) keeps MiniLM.
+SMALL = "bert_uncased_L-2_H-128_A-2"
 
 # KerasHub's BertBackbone computes the tanh-approximate GELU, ours the exact one. With the same
 # MiniLM weights that alone moves sequence_output by at most 4.2e-3 (values up to |5.6|; 0.47%
@@ -138,7 +142,7 @@ def test_ours_to_keras_hub_to_ours_is_exact(encoder, exported):
 
 
 def test_classifier_is_a_bert_text_classifier(tmp_path, inputs):
-    classifier = BertClassifier.from_preset(PRESET, num_classes=2,
+    classifier = BertClassifier.from_preset(SMALL, load_weights=False, num_classes=2,
                                             label_names=["negative", "positive"])
     path = save_keras_hub(classifier, tmp_path / "classifier")
     theirs = keras_hub.models.BertTextClassifier.from_preset(path)
@@ -149,11 +153,9 @@ def test_classifier_is_a_bert_text_classifier(tmp_path, inputs):
     assert (theirs.num_classes, theirs.dropout) == (2, classifier.dropout)
     assert theirs.preprocessor.sequence_length == classifier.preprocessor.sequence_length
 
+    # With the exact GELU, KerasHub computes our logits (the tanh-GELU gap itself is measured
+    # on MiniLM's encoder above).
     ours = _outputs(classifier, inputs)
-    _gap("classifier logits", _outputs(theirs, inputs), ours)
-    # An untrained head's logits (|x| <= ~0.03) nearly cancel: their error is the pooled
-    # values' (|0.2|), 1.3e-5..3.5e-5 measured, up to 2.5e-3 of the logits' own scale.
-    _assert_tanh_gelu_close(_outputs(theirs, inputs), ours, atol_of_scale=1e-2)
     texts = ["A gripping, beautifully acted drama.", "A dull mess that never finds its footing."]
     with _ExactGelu(theirs.backbone):
         assert_close(_outputs(theirs, inputs), ours, rtol=PARITY_RTOL, atol=PARITY_ATOL)
@@ -171,7 +173,7 @@ def test_classifier_is_a_bert_text_classifier(tmp_path, inputs):
 
 
 def test_pretrainer_is_a_bert_masked_lm_and_comes_back(tmp_path, inputs, caplog):
-    pretrainer = BertPretrainer.from_preset(PRESET)  # MiniLM has no heads: random ones
+    pretrainer = BertPretrainer.from_preset(SMALL, load_weights=False)
     path = save_keras_hub(pretrainer, tmp_path / "mlm")
     assert "no next sentence head: the NSP head is not exported" in caplog.text
     theirs = keras_hub.models.BertMaskedLM.from_preset(path)
@@ -196,7 +198,7 @@ def test_pretrainer_is_a_bert_masked_lm_and_comes_back(tmp_path, inputs, caplog)
 
 
 def test_heads_keras_hub_has_no_task_for_export_the_encoder(tmp_path, caplog):
-    labeler = BertSpanLabeler.from_preset(PRESET, load_weights=False)
+    labeler = BertSpanLabeler.from_preset(SMALL, load_weights=False)
     path = save_keras_hub(labeler, tmp_path / "span")
     assert "only its encoder is exported" in caplog.text
     assert not os.path.exists(os.path.join(path, "task.json"))

@@ -58,21 +58,23 @@ def test_serving_encoder_computes_the_keras_encoder_for_a_pruned_encoder():
 @pytest.mark.parametrize("precision", ["bfloat16", "int8"])
 def test_reduced_precisions_serve_a_pruned_encoder(precision):
     """Per-layer head counts and FFN widths (a pruned model) in bf16 / int8: close to float32
-    token by token, and not float32 itself. Weights 25x BERT's initial scale, so that the
-    attention and FFN branches, not the embeddings on the residual path, make the outputs."""
+    token by token, and not float32 itself. Weights 15x BERT's initial scale, so that the
+    attention and FFN branches, not the embeddings on the residual path, make the outputs
+    (at 25x attention is near-argmax, and which token wins flips with the random draw: the
+    worst token's cosine then ranged 0.77-0.9997 over seeds)."""
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(vocabulary_size=100, num_layers=2, num_heads=4, hidden_dim=32,
                           intermediate_dim=64, layer_num_heads=[4, 1],
-                          layer_intermediate_dims=[64, 8], initializer_range=0.5)
+                          layer_intermediate_dims=[64, 8], initializer_range=0.3)
     inputs = {name: tf.constant(v) for name, v in _packed(3, 12, seed=1).items()}
     expected = ServingEncoder(encoder)(inputs)["sequence_output"].numpy()
     got = ServingEncoder(encoder, precision)(inputs)["sequence_output"].numpy()
     cosine = np.sum(got * expected, -1) / (np.linalg.norm(got, axis=-1)
                                            * np.linalg.norm(expected, axis=-1))
-    # Worst token measured over seeds and backends: 0.998-0.9998 (bf16), 0.988-0.998 (int8:
-    # 255 steps over ranges these random weights make wide). A wrong zero-point term puts
-    # int8 outputs off by orders of magnitude.
-    assert cosine.min() >= (0.995 if precision == "bfloat16" else 0.98), cosine.min()
+    # Worst token measured over 16 seeds: 0.9998-1.0 (bf16), 0.9984-0.9998 (int8: 255 steps
+    # over ranges these random weights make wide). A wrong zero-point term puts int8 outputs
+    # off by orders of magnitude.
+    assert cosine.min() >= (0.999 if precision == "bfloat16" else 0.995), cosine.min()
     assert np.abs(got - expected).max() > 1e-3  # the reduced kernels were used
 
 
@@ -156,6 +158,7 @@ def served_precisions(tmp_path_factory):
     400 held-out reviews plus awkward strings answered by a TF-only serving host."""
     texts, labels = load_rotten_tomatoes()
     order = np.random.default_rng(0).permutation(len(texts))
+    # 512 reviews (2 epochs) were measured too few: 55% held-out accuracy, nothing to keep.
     train, held_out = order[:1024], order[1024:1424]
     classifier = BertClassifier.from_preset(MINILM, num_classes=2, sequence_length=64)
     classifier.fit([texts[i] for i in train], labels[train], batch_size=32, epochs=2,
