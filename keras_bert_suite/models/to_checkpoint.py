@@ -41,11 +41,11 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     """Writes `model` as a Hugging Face directory (config.json, model.safetensors and, when
     the model has a preprocessor or `vocabulary` is given, the tokenizer files).
 
-    >>> import tempfile, transformers
+    >>> import transformers
     >>> from keras_bert_suite import BertClassifier
     >>> classifier = BertClassifier.from_preset(
     ...     "minilm_l6_h384_uncased", num_classes=2, label_names=["negative", "positive"])
-    >>> path = save_huggingface(classifier, tempfile.mkdtemp())
+    >>> path = save_huggingface(classifier, "sentiment_hf")
     >>> theirs = transformers.BertForSequenceClassification.from_pretrained(path)
     >>> theirs.config.id2label
     {0: 'negative', 1: 'positive'}
@@ -79,10 +79,9 @@ def save_google_bert(model, directory, vocabulary=None):
     """Writes a BertEncoder or BertPretrainer as google-research/bert released its
     checkpoints (a task model: pass `model.encoder`; the format has no task heads).
 
-    >>> import tempfile
     >>> from keras_bert_suite import BertEncoder
     >>> encoder = BertEncoder.from_preset("minilm_l6_h384_uncased")
-    >>> path = save_google_bert(encoder, tempfile.mkdtemp())
+    >>> path = save_google_bert(encoder, "minilm_google_bert")
     >>> import numpy as np
     >>> back = BertEncoder.from_preset(path)
     >>> all(np.array_equal(a, b) for a, b in zip(back.get_weights(), encoder.get_weights()))
@@ -116,10 +115,10 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     is exact: with the same weights its outputs differ from ours by ~1e-3 relative
     (MiniLM; BertMaskedLM's head layer norm also uses epsilon 1e-5 where ours uses 1e-12).
 
-    >>> import tempfile, keras_hub
+    >>> import keras_hub
     >>> from keras_bert_suite import BertClassifier
     >>> classifier = BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2)
-    >>> path = save_keras_hub(classifier, tempfile.mkdtemp())
+    >>> path = save_keras_hub(classifier, "sentiment_keras_hub")
     >>> theirs = keras_hub.models.BertTextClassifier.from_preset(path)
     >>> theirs.predict(["a gripping drama"], verbose=0).shape
     (1, 2)
