@@ -241,14 +241,13 @@ class BertDistiller(keras.Model):
         """`keras.Model.fit`; raw text is preprocessed by the student's preprocessor."""
         x, y, sample_weight, batch_size, validation_data, shuffle = self.student.fit_inputs(
             x, y, sample_weight, batch_size, validation_data, shuffle,
-            kwargs.get("validation_split"))
+            kwargs.get("validation_split"), kwargs.get("verbose", "auto"))
         return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
                            validation_data=validation_data, shuffle=shuffle, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        pipeline = self.student._text_pipeline(x, y, sample_weight, batch_size)
-        if pipeline is not None:
-            x, y, sample_weight, batch_size = pipeline, None, None, None
+        x, y, sample_weight, batch_size, _ = self.student.keras_data(
+            x, y, sample_weight, batch_size, verbose=kwargs.get("verbose", "auto"))
         return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
                                 **kwargs)
 

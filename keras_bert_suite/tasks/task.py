@@ -4,9 +4,12 @@
   compiled on construction with the task's defaults (`compile()` again to override);
 * inputs: the encoder's dict {"token_ids", "segment_ids", "padding_mask"}, int32 [B, T]
   ([B, C, T] for multiple choice), checked with errors that say what to pass instead;
-* raw text in `fit` / `evaluate` / `predict` when a preprocessor is set (mapped in tf.data,
-  as KerasHub's Task does); tasks whose rows are windows (span labeler, token classifier)
-  return their postprocessed answers from `predict` on raw text;
+* raw text in `fit` / `evaluate` / `predict` when a preprocessor is set: text in memory is
+  preprocessed once into rows that Keras batches and shuffles (`batch_size` counts rows:
+  windows for the span labeler, sentence chunks for the token classifier), a
+  `tf.data.Dataset` of text is mapped in tf.data (as KerasHub's Task does); tasks whose
+  rows are windows (span labeler, token classifier) return their postprocessed answers from
+  `predict` on raw text;
 * `serving_signatures()`: what export traces into the SavedModel (raw text in);
 * `get_config` / `from_config` / `.keras` round trip; `from_preset` and `save_to_preset`.
 """
@@ -144,11 +147,14 @@ class BertTask(BertModelBase, keras.Model):
                                  f"{shape}.")
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
-        """Raw text (and labels) -> (encoder inputs, labels, weights); runs inside tf.data."""
+        """Raw text (and labels) -> (encoder inputs, labels, weights): eagerly on text in
+        memory, inside tf.data on a dataset of text."""
         return self.preprocessor(x, y=y, sample_weight=sample_weight)
 
-    def _text_pipeline(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
-        """A tf.data pipeline that preprocesses `x`, or None when `x` is encoder inputs."""
+    def _text_pipeline(self, x, y=None, sample_weight=None, batch_size=None, verbose=0):
+        """Raw text -> what Keras takes instead: a preprocessing `tf.data` pipeline for a
+        dataset of text, `(inputs, y, sample_weight)` numpy arrays for text in memory
+        (`task_inputs.preprocessed_arrays`); None when `x` is encoder inputs already."""
         if isinstance(x, dict):
             return None
         if task_inputs.is_dataset(x):
@@ -161,55 +167,73 @@ class BertTask(BertModelBase, keras.Model):
         if self.preprocessor is None:
             raise ValueError(f"{type(self).__name__} got raw text but has no preprocessor: "
                              "pass preprocessor=BertPreprocessor.from_preset(...) or token ids.")
-        return task_inputs.text_dataset(self.preprocess_samples, x, y, sample_weight,
-                                        batch_size, shuffle=shuffle)
+        if task_inputs.is_dataset(x):
+            if y is not None or sample_weight is not None or batch_size is not None:
+                raise ValueError("When x is a tf.data.Dataset, do not pass y, sample_weight or "
+                                 "batch_size: the dataset yields batches of (text, label).")
+            return task_inputs.text_dataset(self.preprocess_samples, x)
+        return task_inputs.preprocessed_arrays(self.preprocess_samples, x, y, sample_weight,
+                                               verbose=verbose)
 
-    def _validation_pipeline(self, validation_data, batch_size):
+    def keras_data(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+                   verbose=0):
+        """`(x, y, sample_weight, batch_size, shuffle)` for Keras' own fit / evaluate /
+        predict, with raw text preprocessed (see `_text_pipeline`)."""
+        pipeline = self._text_pipeline(x, y, sample_weight, batch_size, verbose=verbose)
+        if pipeline is None:
+            if task_inputs.is_dataset(x):
+                shuffle = False  # a dataset shuffles itself; Keras would only warn
+            return x, y, sample_weight, batch_size, shuffle
+        if task_inputs.is_dataset(pipeline):
+            return pipeline, None, None, None, False
+        inputs, labels, weights = pipeline
+        return inputs, labels, weights, batch_size or 32, shuffle
+
+    def _validation_data(self, validation_data, batch_size):
         if validation_data is None:
             return None
         if task_inputs.is_dataset(validation_data):
             pipeline = self._text_pipeline(validation_data)
         else:
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
-            pipeline = self._text_pipeline(x, y, sample_weight, batch_size)
-        return validation_data if pipeline is None else pipeline
+            pipeline = self._text_pipeline(x, y, sample_weight)
+        if pipeline is None:
+            return validation_data
+        if task_inputs.is_dataset(pipeline):
+            return pipeline
+        return tuple(part for part in pipeline if part is not None)
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
             shuffle=True, **kwargs):
         """`keras.Model.fit`; with a preprocessor, `x` may be raw text (see the class doc)."""
         x, y, sample_weight, batch_size, validation_data, shuffle = self.fit_inputs(
             x, y, sample_weight, batch_size, validation_data, shuffle,
-            kwargs.get("validation_split"))
+            kwargs.get("validation_split"), kwargs.get("verbose", "auto"))
         return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
                            validation_data=validation_data, shuffle=shuffle, **kwargs)
 
     def fit_inputs(self, x, y, sample_weight, batch_size, validation_data, shuffle,
-                   validation_split=None):
-        """`fit`'s data with raw text turned into this task's tf.data pipelines (also what a
-        model that trains this task, such as `BertDistiller`, feeds to its own fit)."""
-        pipeline = self._text_pipeline(x, y, sample_weight, batch_size, shuffle=shuffle)
-        validation_data = self._validation_pipeline(validation_data, batch_size)
-        if pipeline is not None:
-            if validation_split:
-                raise ValueError("validation_split does not work on raw text; pass "
-                                 "validation_data=(texts, labels) instead.")
-            # The pipeline shuffled the examples already (Keras cannot shuffle a dataset).
-            return pipeline, None, None, None, validation_data, False
-        if task_inputs.is_dataset(x):
-            shuffle = False  # a dataset shuffles itself; Keras would only warn
-        return x, y, sample_weight, batch_size, validation_data, shuffle
+                   validation_split=None, verbose=0):
+        """`fit`'s data with raw text preprocessed (also what a model that trains this task,
+        such as `BertDistiller`, feeds to its own fit)."""
+        if validation_split and task_inputs.is_text(x):
+            raise ValueError("validation_split does not work on raw text (it would split "
+                             "windows of one example apart); pass validation_data=(texts, "
+                             "labels) instead.")
+        x, y, sample_weight, batch_size, shuffle = self.keras_data(
+            x, y, sample_weight, batch_size, shuffle, verbose=verbose)
+        return (x, y, sample_weight, batch_size,
+                self._validation_data(validation_data, batch_size), shuffle)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        pipeline = self._text_pipeline(x, y, sample_weight, batch_size)
-        if pipeline is not None:
-            x, y, sample_weight, batch_size = pipeline, None, None, None
+        x, y, sample_weight, batch_size, _ = self.keras_data(
+            x, y, sample_weight, batch_size, verbose=kwargs.get("verbose", "auto"))
         return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
                                 **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        pipeline = self._text_pipeline(x, batch_size=batch_size)
-        if pipeline is not None:
-            x, batch_size = pipeline, None
+        x, _, _, batch_size, _ = self.keras_data(x, batch_size=batch_size,
+                                                 verbose=kwargs.get("verbose", "auto"))
         return super().predict(x, batch_size=batch_size, **kwargs)
 
     def _predict_text(self, text_path, columns, batch_size=None, verbose="auto",

@@ -5,12 +5,20 @@ runs in `tf.data` and inside exported SavedModels. These layers therefore take T
 Python inputs as they are (no conversion to the backend's tensors) and have no weights.
 """
 
+import collections
+import hashlib
+import json
+
 import keras
 import numpy as np
 import tensorflow as tf
 
 
 STRINGS = tf.TensorSpec([None], tf.string)
+# Traced graphs shared by layers with equal configs (see PreprocessingLayer.compiled), the
+# most recently used kept.
+_SHARED_GRAPHS = collections.OrderedDict()
+_SHARED_GRAPHS_KEPT = 64
 
 
 class PreprocessingLayer(keras.layers.Layer):
@@ -40,12 +48,40 @@ class PreprocessingLayer(keras.layers.Layer):
         (tf.data, tf.function, a SavedModel being traced) the cached graph is called as a
         function: tf.data traces a new map function for every pipeline, and rebuilding the
         tokenizer's ops each time cost seconds per `fit` / `predict` call on raw text.
+
+        Layers of the same class with equal configs (a preprocessor loaded again from its
+        preset or `.keras` file, one per task built from the same preset) compute the same
+        function, so they share one graph: tracing and instantiating a tokenizer and packer
+        took 1.3 s for each new preprocessor.
         """
         if name not in self._compiled_functions:
-            self._compiled_functions[name] = tf.function(
-                fn, input_signature=list(input_signature), autograph=False)
+            key = (type(self), name, tuple(input_signature), self._config_digest())
+            if key not in _SHARED_GRAPHS:
+                _SHARED_GRAPHS[key] = tf.function(
+                    fn, input_signature=list(input_signature), autograph=False)
+                while len(_SHARED_GRAPHS) > _SHARED_GRAPHS_KEPT:
+                    _SHARED_GRAPHS.popitem(last=False)
+            _SHARED_GRAPHS.move_to_end(key)
+            self._compiled_functions[name] = _SHARED_GRAPHS[key]
         compiled = self._compiled_functions[name]
         return lambda *args: compiled(*args) if _matches(input_signature, args) else fn(*args)
+
+
+    def _config_digest(self):
+        """A digest of everything that decides what the layer computes: its config (the
+        vocabulary of a tokenizer included) without the names, here or in nested layers."""
+        config = _without_names(keras.saving.serialize_keras_object(self.get_config()))
+        text = json.dumps(config, sort_keys=True, default=repr)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _without_names(config):
+    if isinstance(config, dict):
+        return {key: _without_names(value) for key, value in config.items()
+                if key not in ("name", "trainable", "dtype")}
+    if isinstance(config, (list, tuple)):
+        return [_without_names(value) for value in config]
+    return config
 
 
 def to_string_tensor(inputs, argument="inputs"):

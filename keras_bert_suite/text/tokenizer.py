@@ -79,10 +79,14 @@ class BertTokenizer(PreprocessingLayer):
                 or isinstance(max_input_chars_per_word, bool) or max_input_chars_per_word < 1):
             raise ValueError("max_input_chars_per_word must be a positive int, got "
                              f"{max_input_chars_per_word!r}.")
-        self.vocabulary = vocab_io.load_vocabulary(vocabulary)
+        # Plain containers: Keras' attribute tracking would walk all 30k tokens of the list
+        # and the dict (about 1 s per tokenizer, paid by every preset and `.keras` load).
+        vocabulary = vocab_io.load_vocabulary(vocabulary)
+        object.__setattr__(self, "vocabulary", vocabulary)
+        object.__setattr__(self, "_token_index",
+                           {token: i for i, token in enumerate(vocabulary)})
         self.lowercase = bool(lowercase)
         self.max_input_chars_per_word = int(max_input_chars_per_word)
-        self._token_index = {token: i for i, token in enumerate(self.vocabulary)}
         self._normalizer = BertNormalizer(self.lowercase)
         self._splitter = WordSplitter()
         self._wordpiece = WordPiece(

@@ -206,6 +206,46 @@ def test_span_labeler_loss_and_fit(reviews, preprocessor, tmp_path):
     _assert_same_outputs(_round_trip(labeler, tmp_path), labeler, x)
 
 
+def test_raw_text_in_memory_trains_on_the_preprocessors_rows(reviews, preprocessor, capsys):
+    """A list of texts is preprocessed once into model rows: `fit` on raw text is `fit` on
+    the preprocessor's windows (one step per `batch_size` windows, not examples), and the
+    same weights come out; `evaluate` on raw text gives the loss of those rows."""
+    from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
+
+    texts, _ = reviews
+    contexts = texts[:6]
+    questions = ["what is said?"] * 6
+    answers = {"answer_start": [0] * 6, "answer_text": [c.split()[0] for c in contexts]}
+    span_preprocessor = SpanLabelerPreprocessor(preprocessor.tokenizer, sequence_length=16,
+                                                doc_stride=4)
+    inputs, labels = span_preprocessor((questions, contexts), answers)
+    windows = len(inputs["token_ids"])
+    assert windows > len(contexts)  # long reviews make several windows each
+
+    def trained(x, y):
+        keras.utils.set_random_seed(3)
+        labeler = BertSpanLabeler(tiny_encoder(), preprocessor=span_preprocessor)
+        _compile(labeler)
+        steps = []
+        labeler.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0,
+                    callbacks=[keras.callbacks.LambdaCallback(
+                        on_train_batch_end=lambda batch, logs: steps.append(batch))])
+        return labeler, len(steps)
+
+    from_text, text_steps = trained((questions, contexts), answers)
+    from_rows, row_steps = trained(inputs, labels)
+    assert text_steps == row_steps == -(-windows // 4)
+    for ours, theirs in zip(from_text.weights, from_rows.weights):
+        assert_close(ours, theirs, err_msg=ours.path)
+    evaluated = from_text.evaluate((questions, contexts), answers, verbose=0, return_dict=True)
+    expected = from_text.evaluate(inputs, labels, verbose=0, return_dict=True)
+    np.testing.assert_allclose(evaluated["loss"], expected["loss"], rtol=1e-5)
+
+    capsys.readouterr()
+    from_text.evaluate((questions, contexts), answers, verbose=1)
+    assert "6/6" in capsys.readouterr().out  # the preprocessing progress bar, over examples
+
+
 # === Multiple choice ===
 
 
