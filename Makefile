@@ -17,7 +17,14 @@ TESTS ?= tests
 # XLA here. A per-process thread cap was tried too and lost (117 s wall against 89-97 s): the
 # three processes share the 2 cores better with their default pools.
 TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true
+# JAX compiles the same train and predict steps again for every model of the same
+# architecture (a task built, saved, loaded back and trained on is compiled twice or more);
+# its compilation cache, in a directory that lives for one `make test`, hands the second one
+# the first one's program: tests/models/test_task_lifecycle.py took 71-75 s of CPU on JAX
+# with it, 96-100 s without. Every compile is cached (no minimum time or size).
+TEST_JAX_CACHE = JAX_COMPILATION_CACHE_DIR=$$logs/jax_cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
 OWN_PROCESSES_BACKEND ?= $(lastword $(BACKENDS))
+TF_GRAPH_BACKEND ?= $(word 2,$(BACKENDS) $(BACKENDS))
 
 .PHONY: setup data demo test bench clean
 
@@ -40,13 +47,15 @@ demo: setup data
 # One pytest process per Keras backend, all at once (each logs to its own file); the logs are
 # printed in BACKENDS order when all have finished, and the target fails if any backend did.
 # Every backend runs even if another one fails. Tests that need TensorFlow itself (markers
-# needs_savedmodel, needs_tf_serving, needs_tf_graph) run in the tensorflow process only; the
-# tests that start their own processes (marker own_processes) run from the torch process, the
-# one with the least to do, so the three finish closer together.
+# needs_savedmodel, needs_tf_serving, needs_tf_distribute) run in the tensorflow process only,
+# so the tests that run once anyway go elsewhere and the three finish closer together: those
+# that start their own processes (marker own_processes) from the torch process, and those
+# about TensorFlow graph code that no Keras backend changes (marker needs_tf_graph: tokenizer,
+# tf.data, Beam; 350 s of the TensorFlow process) in the jax one.
 test: setup data
 	@logs=$$(mktemp -d); pids=""; \
 	for backend in $(BACKENDS); do \
-		KBS_OWN_PROCESSES_BACKEND=$(OWN_PROCESSES_BACKEND) KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 XLA_FLAGS="$(TEST_XLA_FLAGS)" $(BIN)/python -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS) $(TESTS) >$$logs/$$backend.log 2>&1 & \
+		$(TEST_JAX_CACHE) KBS_OWN_PROCESSES_BACKEND=$(OWN_PROCESSES_BACKEND) KBS_TF_GRAPH_BACKEND=$(TF_GRAPH_BACKEND) KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 XLA_FLAGS="$(TEST_XLA_FLAGS)" $(BIN)/python -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS) $(TESTS) >$$logs/$$backend.log 2>&1 & \
 		pids="$$pids $$!"; \
 	done; \
 	status=0; set -- $$pids; \

@@ -8,15 +8,17 @@ what it needs from TensorFlow itself (markers registered in setup.cfg):
   a Keras model works under the TensorFlow backend only.
 * `needs_tf_serving`: the local TF-Serving-compatible server (REST / gRPC) or a serving-host
   subprocess, which serve SavedModels.
+Tests marked with these are skipped outside the TensorFlow process with a reason naming the
+need. Two more markers run a test once, in the process that `make test` gives the least to
+do (the TensorFlow process runs every test above, so it finishes last otherwise):
+
 * `needs_tf_graph`: the test's subject is TensorFlow / tensorflow-text graph code (tokenizer
   ops, tf.data pipelines, packers, windows) whose result cannot depend on the Keras backend;
-  it runs once, in the TensorFlow process.
+  it runs in the process whose backend is $KBS_TF_GRAPH_BACKEND (default tensorflow), unless
+  it also needs one of the above.
+* `own_processes`: starts subprocesses with the backend each needs; it runs from the process
+  whose backend is $KBS_OWN_PROCESSES_BACKEND (default tensorflow).
 
-* `own_processes`: starts subprocesses with the backend each needs, so it runs once, from the
-  process whose backend is $KBS_OWN_PROCESSES_BACKEND (default tensorflow; `make test` names
-  torch, the process that finishes first, to even out the three).
-
-Marked tests are skipped outside the TensorFlow process with a reason naming the need.
 Pure-Python tests (file readers, recipe parsing, metrics on numpy, CLI errors) and tests
 that run a Keras model carry no marker and run on all three backends.
 """
@@ -34,26 +36,31 @@ from keras_bert_suite.data import corpora
 TENSORFLOW_NEEDS = {
     "needs_savedmodel": "needs SavedModel export/loading, which runs under the TensorFlow backend",
     "needs_tf_serving": "needs the TF-Serving-compatible server (SavedModels), run in the TensorFlow process",
-    "needs_tf_graph": "tests TensorFlow graph code whose result cannot depend on the Keras backend; "
-    "runs once, in the TensorFlow process",
     "needs_tf_distribute": "needs a tf.distribute strategy (TensorFlow backend)",
 }
-OWN_PROCESSES_BACKEND = os.environ.get("KBS_OWN_PROCESSES_BACKEND", "tensorflow")
+# marker -> (the backend of the one process that runs it, why it runs once)
+RUN_ONCE = {
+    "own_processes": (os.environ.get("KBS_OWN_PROCESSES_BACKEND", "tensorflow"),
+                      "starts its own processes with the backend each needs",
+                      "KBS_OWN_PROCESSES_BACKEND"),
+    "needs_tf_graph": (os.environ.get("KBS_TF_GRAPH_BACKEND", "tensorflow"),
+                       "tests TensorFlow graph code whose result cannot depend on the Keras "
+                       "backend", "KBS_TF_GRAPH_BACKEND"),
+}
 
 
 def pytest_collection_modifyitems(config, items):
     backend = keras.backend.backend()
     for item in items:
-        if item.get_closest_marker("own_processes") and backend != OWN_PROCESSES_BACKEND:
-            item.add_marker(pytest.mark.skip(
-                reason="own_processes: starts its own processes with the backend each needs; "
-                f"runs once, from the KERAS_BACKEND={OWN_PROCESSES_BACKEND} process "
-                "(KBS_OWN_PROCESSES_BACKEND)"))
-            continue
-        if backend == "tensorflow":
-            continue
         needs = [name for name in TENSORFLOW_NEEDS if item.get_closest_marker(name)]
-        if not needs:
+        once = [name for name in RUN_ONCE if item.get_closest_marker(name)]
+        if once and not needs and RUN_ONCE[once[0]][0] != backend:
+            runner, why, variable = RUN_ONCE[once[0]]
+            item.add_marker(pytest.mark.skip(
+                reason=f"{once[0]}: {why}; runs once, in the KERAS_BACKEND={runner} process "
+                f"({variable})"))
+            continue
+        if backend == "tensorflow" or not needs:
             continue
         # A marker may carry a test-specific reason: @pytest.mark.needs_savedmodel(reason="...").
         reasons = [item.get_closest_marker(name).kwargs.get("reason")

@@ -17,7 +17,7 @@ from keras_bert_suite.tasks.pretrainer.documents import read_documents
 from keras_bert_suite.tasks.pretrainer.tfrecords import read_pretraining_tfrecords
 
 # Beam, TFRecords and tf.data: no Keras op runs, so the records cannot depend on the Keras
-# backend and the pipeline runs once, in the TensorFlow process.
+# backend and the pipeline runs once (marker needs_tf_graph, see tests/conftest.py).
 pytestmark = [pytest.mark.real, pytest.mark.needs_tf_graph]
 
 SETTINGS = dict(layout="paragraph_per_line", dupe_factor=2, sequence_length=64,

@@ -5,9 +5,9 @@
 * bfloat16 (`export_saved_model(..., precision="bfloat16")`, `kbs export --precision`) and
   int8 (`precision="int8"`, `kbs export --quantize int8`): a fine-tuned Rotten Tomatoes
   classifier, served from a TF-only process, keeps its held-out accuracy within one point of
-  the float32 export, and MiniLM sentence embeddings keep a cosine >= 0.999 (bf16) / 0.99
-  (int8) to the Keras model's; `kbs serve` serves the int8 export. These real-data checks
-  run once, in the TensorFlow process.
+  the float32 export (400 reviews), and MiniLM sentence embeddings keep a cosine >= 0.999
+  (bf16) / 0.99 (int8) to the Keras model's (100 reviews); `kbs serve` serves the int8
+  export. These real-data checks run once, in the TensorFlow process.
 
 On every backend: ServingEncoder reads any backend's variables, and JAX and PyTorch models
 reach it through the TensorFlow re-export.
@@ -28,11 +28,13 @@ from keras_bert_suite.export.int8_matmul import int8_copy, int8_dense, smoothing
 from keras_bert_suite.export.serving_encoder import ServingEncoder
 from keras_bert_suite.names import SERVING_PRECISIONS as PRECISIONS
 from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes
+from keras_bert_suite.training.optimizers import create_optimizer
 from tests.conftest import to_numpy
 from tests.export.conftest import AWKWARD_TEXTS, as_strings, run_on_serving_host
 from tests.numerics import assert_close
 
 MINILM = "minilm_l6_h384_uncased"
+EMBEDDED = 100  # held-out reviews whose sentence embeddings are compared
 
 
 def _packed(batch, length, seed):
@@ -155,13 +157,18 @@ def test_calibration_texts_are_checked_before_anything_is_written(tmp_path):
 def served_precisions(tmp_path_factory):
     """A Rotten Tomatoes classifier fine-tuned on 1,024 reviews and MiniLM sentence embeddings,
     exported in every precision (the int8 classifier with `kbs export --quantize int8`), and
-    400 held-out reviews plus awkward strings answered by a TF-only serving host."""
+    400 held-out reviews (the embeddings: the first 100 of them) plus awkward strings answered
+    by a TF-only serving host."""
     texts, labels = load_rotten_tomatoes()
     order = np.random.default_rng(0).permutation(len(texts))
-    # 512 reviews (2 epochs) were measured too few: 55% held-out accuracy, nothing to keep.
+    # Held-out accuracy measured: 512 reviews, 2 epochs at 5e-5: 55%, nothing to keep;
+    # 1,024 reviews, 2 epochs at 5e-5: 74%; 1 epoch at 1e-4: 72.5% for half the training
+    # time (the fixture's largest cost); 1 epoch at 2e-4: 63%, too fast a rate.
     train, held_out = order[:1024], order[1024:1424]
+    keras.utils.set_random_seed(0)  # module fixtures run before the per-test seed
     classifier = BertClassifier.from_preset(MINILM, num_classes=2, sequence_length=64)
-    classifier.fit([texts[i] for i in train], labels[train], batch_size=32, epochs=2,
+    classifier.compile(optimizer=create_optimizer("adamw", learning_rate=1e-4))
+    classifier.fit([texts[i] for i in train], labels[train], batch_size=32, epochs=1,
                    verbose=0)
     extractor = BertFeatureExtractor.from_preset(MINILM, pooling="mean", normalize=True,
                                                  sequence_length=64)
@@ -186,8 +193,12 @@ def served_precisions(tmp_path_factory):
     paths["sentiment", "keras int8"] = export_saved_model(keras_int8, base,
                                                           name="sentiment_keras_int8")
     sentences = as_strings([texts[i] for i in held_out] + AWKWARD_TEXTS)
-    requests = [{"export": path, "signature": "serving_default", "inputs": {"text": sentences}}
-                for path in paths.values()]
+    # Accuracy to a point needs the 400 reviews; the cosine bound holds review by review, so
+    # 100 reviews check it (the host's time goes to these MiniLM forward passes).
+    embedded = as_strings([texts[i] for i in held_out[:EMBEDDED]] + AWKWARD_TEXTS)
+    requests = [{"export": path, "signature": "serving_default",
+                 "inputs": {"text": embedded if kind == "embedding" else sentences}}
+                for (kind, _), path in paths.items()]
     # int8 answers depend a little on the batch (each matmul quantizes its input over the
     # whole batch's range), so kbs serve's batch of 32 is compared with the same 32 here.
     requests.append({"export": paths["sentiment", "int8"], "signature": "serving_default",
@@ -195,7 +206,7 @@ def served_precisions(tmp_path_factory):
     results, leaked = run_on_serving_host(requests, str(tmp_path_factory.mktemp("host")))
     assert leaked == [] and not any("error" in result for result in results)
     first_32 = results.pop()
-    expected = to_numpy(extractor.predict([texts[i] for i in held_out],
+    expected = to_numpy(extractor.predict([texts[i] for i in held_out[:EMBEDDED]],
                                           verbose=0)["sentence_embedding"])
     return {"paths": paths, "served": dict(zip(paths, results)), "base": base,
             "labels": labels[held_out], "keras_embeddings": expected, "sentences": sentences,
@@ -227,7 +238,7 @@ def test_reduced_precision_keeps_sentiment_accuracy_and_embeddings(
 
     expected = served_precisions["keras_embeddings"]
     for p, bound in (("float32", 0.99999), (precision, min_cosine)):
-        embeddings = served["embedding", p]["sentence_embedding"][:count]
+        embeddings = served["embedding", p]["sentence_embedding"][:EMBEDDED]
         cosine = np.sum(embeddings * expected, -1) / (
             np.linalg.norm(embeddings, axis=-1) * np.linalg.norm(expected, axis=-1))
         print(p, "embedding cosine to Keras: min", cosine.min(), "mean", cosine.mean())
@@ -286,8 +297,8 @@ def test_keras_quantize_keeps_sentiment_accuracy_and_embeddings(served_precision
                                                  sequence_length=64)
     extractor.quantize("int8")
     # 100 reviews: Keras' int8 predict is slow off JAX (~0.05x fp32 on PyTorch).
-    embeddings = to_numpy(extractor.predict(texts[:100], verbose=0)["sentence_embedding"])
-    expected = served_precisions["keras_embeddings"][:100]
+    embeddings = to_numpy(extractor.predict(texts[:EMBEDDED], verbose=0)["sentence_embedding"])
+    expected = served_precisions["keras_embeddings"]
     cosine = np.sum(embeddings * expected, -1) / (
         np.linalg.norm(embeddings, axis=-1) * np.linalg.norm(expected, axis=-1))
     print("Keras int8 embedding cosine: min", cosine.min(), "mean", cosine.mean())

@@ -21,13 +21,13 @@ def _loss(model, x, y):
 @pytest.mark.real
 def test_head_scores_are_the_loss_increase_of_masking_the_head(classifier, reviews):
     texts, labels = reviews[0][:8], reviews[1][:8]
-    # 3 heads per layer of the real MiniLM (18 heads): every head scored in seconds.
-    model = prune_heads(classifier, {layer: list(range(3, 12)) for layer in range(6)})
+    # 2 heads per layer of the real MiniLM (12 heads): one evaluation per head.
+    model = prune_heads(classifier, {layer: list(range(2, 12)) for layer in range(6)})
     x = model.preprocessor(texts)
     x = {name: to_numpy(value) for name, value in x.items()}
     outputs = to_numpy(model(x))
     scores = head_importance(model, (texts, labels), verbose=0)
-    assert [score.shape for score in scores] == [(3,)] * 6
+    assert [score.shape for score in scores] == [(2,)] * 6
     np.testing.assert_array_equal(to_numpy(model(x)), outputs)  # the weights were restored
 
     ranked = sorted((score, layer, head) for layer, layer_scores in enumerate(scores)

@@ -1,7 +1,9 @@
 """Programs the distribution tests run in fresh processes (devices must be set up before
 TensorFlow or JAX start, which the pytest process has long done):
 
-    python -m tests.training.distributed_programs mirrored_step
+    python -m tests.training.distributed_programs mirrored_step OUT
+    XLA_FLAGS=--xla_force_host_platform_device_count=4 KERAS_BACKEND=jax \
+        python -m tests.training.distributed_programs jax_heads OUT 2,4
     XLA_FLAGS=--xla_force_host_platform_device_count=2 KERAS_BACKEND=jax \
         python -m tests.training.distributed_programs jax_fit
     KERAS_DISTRIBUTION_JOB_ADDRESSES=127.0.0.1:PORT KERAS_DISTRIBUTION_NUM_PROCESSES=2 \
@@ -43,14 +45,17 @@ def _real_batch():
 
 
 def _one_step(distribution, weights, x, y, optimizer):
-    """One `fit` step of the real MiniLM classifier from `weights` under `distribution`."""
+    """One `fit` step of a BERT-tiny classifier (2 layers, 128 wide, MiniLM's vocabulary) from
+    `weights` under `distribution` (the first call's random weights are the start of all).
+    How replicas combine gradients does not depend on the model's size, and a small one
+    traces in a fraction of MiniLM's time."""
     import numpy as np
 
     from keras_bert_suite import BertClassifier
 
     with distribution.scope():
-        model = BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2,
-                                           preprocessor=None, dropout=0.0,
+        model = BertClassifier.from_preset("bert_uncased_L-2_H-128_A-2", load_weights=False,
+                                           num_classes=2, preprocessor=None, dropout=0.0,
                                            encoder_overrides={"dropout": 0.0})
         if weights is not None:
             model.set_weights(weights)
@@ -173,6 +178,8 @@ def multi_worker():
 def jax_fit():
     """DataParallel and ModelParallel `fit` of a small BertPretrainer on 2 host devices;
     returns each variable's sharding (the test compares it with BertEncoder's layout map)."""
+    import shutil
+
     import keras
 
     from keras_bert_suite.recipe_runner import load_recipe
@@ -183,6 +190,9 @@ def jax_fit():
         recipe = load_recipe("pretrain_cpu_smoke", overrides=[
             f"distribution.strategy={json.dumps(strategy)}", "distribution.num_devices=2",
             *SMALL_PRETRAINING])
+        if strategy != "none":  # the first run's instances: a cache hit, not another Beam run
+            shutil.copytree(f"{sys.argv[2]}/none/pretraining_data",
+                            f"{sys.argv[2]}/{strategy}/pretraining_data")
         summary = run_pretraining(recipe, f"{sys.argv[2]}/{strategy}", verbose=0,
                                   log=lambda *_: None)
         pretrainer = summary["model"]
@@ -278,10 +288,12 @@ def _which_head(piece, heads):
 
 
 def jax_heads():
-    """The real MiniLM encoder under model_parallel over every host device (XLA_FLAGS from
-    the test) next to the same encoder on one device: which checkpoint heads each device's
-    shards of the attention weights hold, and both encoders' outputs on real sentences
-    (written to argv[2]/outputs.npz)."""
+    """The real MiniLM encoder under model_parallel over the first N host devices for each N
+    in argv[3] ("2,4"; XLA_FLAGS from the test gives the process the most of them), next to
+    the same encoder on one device: which checkpoint heads each device's shards of the
+    attention weights hold, and the encoders' outputs on real sentences (written to
+    argv[2]/outputs-N.npz). One process serves every N: MiniLM, the sentences and the
+    unsplit outputs are made once."""
     import keras
 
     from keras_bert_suite import BertEncoder
@@ -302,31 +314,38 @@ def jax_heads():
         return {f"{name}/{key}": np.asarray(value) for key, value in result.items()}
 
     whole = outputs("whole", BertEncoder.from_preset("minilm_l6_h384_uncased"))  # one device
-    distribution = create_distribution({"strategy": "model_parallel"})
-    with distribution.scope():
-        split = BertEncoder.from_preset("minilm_l6_h384_uncased")
-        np.savez(f"{sys.argv[2]}/outputs.npz", **whole, **outputs("split", split))
-
-    checkpoint = _checkpoint_heads(split.num_heads)
-    heads = {}
-    for layer, block in enumerate(split.transformer_layers):
-        attention, ours = block.attention, checkpoint[layer]
-        held = {}
-        for shard in attention.qkv.kernel.value.addressable_shards:  # [H, 3, N / D, Dh]
-            data = np.asarray(shard.data)
-            held[str(shard.device)] = {
-                part: [_which_head(data[:, index, j], ours[part]) for j in range(data.shape[2])]
-                for index, part in enumerate(("query", "key", "value"))}
-        for shard in attention.qkv.bias.value.addressable_shards:  # [3, N / D, Dh]
-            data = np.asarray(shard.data)
-            held[str(shard.device)]["bias"] = [_which_head(data[:, j], ours["bias"])
-                                              for j in range(data.shape[1])]
-        for shard in attention.output_dense.kernel.value.addressable_shards:  # [N / D * Dh, H]
-            rows = np.split(np.asarray(shard.data), len(shard.data) // attention.head_dim)
-            held[str(shard.device)]["output_rows"] = [_which_head(r, ours["output_rows"])
-                                                     for r in rows]
-        heads[str(layer)] = held
-    return {"devices": len(keras.distribution.list_devices()), "heads": heads}
+    checkpoint = None
+    results = {}
+    for num_devices in [int(n) for n in sys.argv[3].split(",")]:
+        distribution = create_distribution({"strategy": "model_parallel",
+                                            "num_devices": num_devices})
+        with distribution.scope():
+            split = BertEncoder.from_preset("minilm_l6_h384_uncased")
+            np.savez(f"{sys.argv[2]}/outputs-{num_devices}.npz", **whole,
+                     **outputs("split", split))
+        checkpoint = checkpoint or _checkpoint_heads(split.num_heads)
+        heads = {}
+        for layer, block in enumerate(split.transformer_layers):
+            attention, ours = block.attention, checkpoint[layer]
+            held = {}
+            for shard in attention.qkv.kernel.value.addressable_shards:  # [H, 3, N / D, Dh]
+                data = np.asarray(shard.data)
+                held[str(shard.device)] = {
+                    part: [_which_head(data[:, index, j], ours[part])
+                           for j in range(data.shape[2])]
+                    for index, part in enumerate(("query", "key", "value"))}
+            for shard in attention.qkv.bias.value.addressable_shards:  # [3, N / D, Dh]
+                data = np.asarray(shard.data)
+                held[str(shard.device)]["bias"] = [_which_head(data[:, j], ours["bias"])
+                                                  for j in range(data.shape[1])]
+            for shard in attention.output_dense.kernel.value.addressable_shards:  # [N/D*Dh, H]
+                rows = np.split(np.asarray(shard.data), len(shard.data) // attention.head_dim)
+                held[str(shard.device)]["output_rows"] = [_which_head(r, ours["output_rows"])
+                                                         for r in rows]
+            heads[str(layer)] = held
+        mesh = distribution.keras_distribution.device_mesh
+        results[str(num_devices)] = {"devices": int(np.size(mesh.devices)), "heads": heads}
+    return results
 
 
 def pretrain_until_paused():
@@ -353,6 +372,20 @@ def pretrain_until_paused():
     run_pretraining(recipe, output, callbacks=[PauseWhenBackedUp()], verbose=0,
                     log=lambda *_: None)
     return {"finished": True}  # only if the pause never came
+
+
+def resume_then_reference():
+    """`kbs pretrain` with argv[2:] (the recipe, --output OUTPUT, --set overrides): it resumes
+    the killed run in OUTPUT; then, in this same process (one process start fewer), the same
+    command into OUTPUT-uninterrupted, a new run. Each run seeds what it draws
+    (keras.utils.set_random_seed), so the second run of a process trains as a fresh one."""
+    from keras_bert_suite.cli import main
+
+    arguments = sys.argv[2:]
+    main(arguments)
+    output = arguments.index("--output") + 1
+    main([*arguments[:output], arguments[output] + "-uninterrupted", *arguments[output + 1:]])
+    return {"finished": True}
 
 
 if __name__ == "__main__":

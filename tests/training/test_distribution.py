@@ -5,7 +5,8 @@ on 2 and 4 host devices, a SIGKILLed run that resumes, and the TPU wiring (no TP
 
 Devices must be set up before TensorFlow/JAX start, so the distributed parts run in fresh
 processes (tests/training/distributed_programs.py); these tests launch them once, from the
-TensorFlow pytest process, and set each child's backend themselves.
+pytest process of $KBS_OWN_PROCESSES_BACKEND (marker own_processes), and set each child's
+backend themselves.
 """
 
 import json
@@ -31,9 +32,18 @@ from keras_bert_suite.distribution import (
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+# XLA without LLVM's expensive optimization passes (the Makefile's TEST_XLA_FLAGS): quicker
+# compiles for the JAX programs; every comparison is between runs made with the same flags.
+FAST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+
+
+def _xla_flags(num_devices):
+    return f"{FAST_XLA_FLAGS} --xla_force_host_platform_device_count={num_devices}"
+
+
 def _environment(backend, **extra):
     environment = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
-                   "PYTHONPATH": ROOT}
+                   "PYTHONPATH": ROOT, "XLA_FLAGS": FAST_XLA_FLAGS}
     environment.pop("TF_CONFIG", None)  # only the multi-worker test sets one, in `extra`
     return {**environment, **extra}
 
@@ -297,7 +307,7 @@ def test_multi_worker_two_processes_train_in_lockstep_and_split_the_data(tmp_pat
 @pytest.mark.own_processes
 def test_jax_data_and_model_parallel_fit_with_the_layout_map(tmp_path):
     result = _program("jax_fit", str(tmp_path), backend="jax",
-                      XLA_FLAGS="--xla_force_host_platform_device_count=2")
+                      XLA_FLAGS=_xla_flags(2))
     assert result["backend"] == "jax"
     for strategy in ("none", "data_parallel", "model_parallel"):
         assert result[strategy]["step"] == 4
@@ -317,16 +327,26 @@ def test_jax_data_and_model_parallel_fit_with_the_layout_map(tmp_path):
     assert sharded == 2 + 2 * 6  # embeddings + 6 kernels/biases in each of 2 layers
 
 
+@pytest.fixture(scope="module")
+def model_parallel_heads(tmp_path_factory):
+    """One process with 4 host devices splits MiniLM over 2 of them and over all 4: the two
+    meshes need no separate processes (which would each load JAX, MiniLM and the
+    sentences again)."""
+    directory = tmp_path_factory.mktemp("heads")
+    return directory, _program("jax_heads", str(directory), "2,4", backend="jax",
+                               XLA_FLAGS=_xla_flags(4))
+
+
 @pytest.mark.slow
 @pytest.mark.own_processes
 @pytest.mark.parametrize("num_devices", [2, 4])
 def test_model_parallel_devices_hold_whole_heads_and_compute_the_same_outputs(
-        tmp_path, num_devices):
+        model_parallel_heads, num_devices):
     """MiniLM (12 heads) under model_parallel on 2 and 4 host devices: every device's shard of
     each layer's qkv kernel and bias is whole heads of query, key and value, the same heads
     as its rows of the attention output kernel; the outputs equal the unsplit encoder's."""
-    result = _program("jax_heads", str(tmp_path), backend="jax",
-                      XLA_FLAGS=f"--xla_force_host_platform_device_count={num_devices}")
+    directory, results = model_parallel_heads
+    result = results[str(num_devices)]
     assert result["devices"] == num_devices
     heads_per_device = 12 // num_devices
     for layer, devices in result["heads"].items():
@@ -340,7 +360,7 @@ def test_model_parallel_devices_hold_whole_heads_and_compute_the_same_outputs(
             assert parts["output_rows"] == heads, (layer, device)
             held += heads
         assert sorted(held) == list(range(12)), layer  # each head on exactly one device
-    with np.load(tmp_path / "outputs.npz") as outputs:
+    with np.load(directory / f"outputs-{num_devices}.npz") as outputs:
         for name in ("sequence_output", "pooled_output", "gathered_output"):
             np.testing.assert_allclose(outputs[f"split/{name}"], outputs[f"whole/{name}"],
                                        rtol=1e-5, atol=1e-5, err_msg=name)
@@ -354,14 +374,9 @@ KILL_RUN = [
     "--set", "data.max_files=4", "--set", "data.eval_fraction=0",
     "--set", "data.sequence_length=32", "--set", "data.max_predictions_per_seq=5",
     "--set", "data.dupe_factor=1", "--set", "training.batch_size=4",
-    "--set", "training.num_train_steps=60", "--set", "training.checkpoint_every_n_steps=5",
+    "--set", "training.num_train_steps=20", "--set", "training.checkpoint_every_n_steps=5",
     "--set", "training.optimizer.num_warmup_steps=0", "--set", "training.log_every_n_steps=5",
 ]
-
-
-def _kbs_pretrain(output):
-    return [os.path.join(os.path.dirname(sys.executable), "kbs"), "pretrain", "pretrain_cpu_smoke",
-            "--output", output, *KILL_RUN]
 
 
 def _final_weights(output):
@@ -394,19 +409,20 @@ def test_sigkilled_run_resumes_to_the_same_step_and_weights(tmp_path):
         steps_before = [row["step"] for row in json.load(f)["history"]]
     assert steps_before == [5, 10]  # killed right after the step-10 backup
 
-    resumed = subprocess.run(_kbs_pretrain(killed), cwd=ROOT, env=_environment("tensorflow"),
-                             capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "Resuming from the backup" in resumed.stdout
+    # `kbs pretrain` into the killed run's directory, then (same process) into a new one.
+    uninterrupted = killed + "-uninterrupted"
+    runs = subprocess.run(
+        [sys.executable, "-m", "tests.training.distributed_programs", "resume_then_reference",
+         "pretrain", "pretrain_cpu_smoke", "--output", killed, *KILL_RUN], cwd=ROOT,
+        env=_environment("tensorflow"), capture_output=True, text=True, timeout=600)
+    assert runs.returncode == 0, runs.stderr[-3000:]
+    assert f"Resuming from the backup in {killed} at step 10." in runs.stdout
+    assert runs.stdout.count("Resuming from the backup") == 1  # the second run is a new one
     with open(os.path.join(killed, "history.json")) as f:
         steps = [row["step"] for row in json.load(f)["history"]]
-    assert steps == list(range(5, 61, 5))  # every interval once: none repeated or skipped
-
-    uninterrupted = str(tmp_path / "uninterrupted")
-    complete = subprocess.run(_kbs_pretrain(uninterrupted), cwd=ROOT,
-                              env=_environment("tensorflow"), capture_output=True, text=True,
-                              timeout=600)
-    assert complete.returncode == 0, complete.stderr[-3000:]
+    assert steps == list(range(5, 21, 5))  # every interval once: none repeated or skipped
+    with open(os.path.join(uninterrupted, "history.json")) as f:
+        assert [row["step"] for row in json.load(f)["history"]] == steps
     # Same data in the same order and the same optimizer state => the same weights.
     for a, b in zip(_final_weights(killed), _final_weights(uninterrupted), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

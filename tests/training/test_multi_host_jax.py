@@ -16,7 +16,13 @@ import numpy as np
 import pytest
 
 from keras_bert_suite.distribution import DistributionError, create_distribution
-from tests.training.test_distribution import ROOT, _environment, _free_ports, _results_of_all
+from tests.training.test_distribution import (
+    ROOT,
+    _environment,
+    _free_ports,
+    _results_of_all,
+    _xla_flags,
+)
 
 CLUSTER_VARIABLES = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
                      "KERAS_DISTRIBUTION_PROCESS_ID")
@@ -25,8 +31,7 @@ CLUSTER_VARIABLES = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM
 def _start(output, results, process=None, port=None):
     """`jax_multi_host` as process `process` of a 2-process cluster on `port` (one CPU device),
     or, with process None, alone over 2 local devices."""
-    environment = _environment("jax", XLA_FLAGS="--xla_force_host_platform_device_count="
-                               + ("2" if process is None else "1"))
+    environment = _environment("jax", XLA_FLAGS=_xla_flags(2 if process is None else 1))
     for name in CLUSTER_VARIABLES:
         environment.pop(name, None)
     if process is not None:
