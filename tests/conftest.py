@@ -8,6 +8,8 @@ what it needs from TensorFlow itself (markers registered in setup.cfg):
   a Keras model works under the TensorFlow backend only.
 * `needs_tf_serving`: the local TF-Serving-compatible server (REST / gRPC) or a serving-host
   subprocess, which serve SavedModels.
+* `needs_tf_distribute`: a tf.distribute strategy.
+
 Tests marked with these are skipped outside the TensorFlow process with a reason naming the
 need. Two more markers run a test once, in the process that `make test` gives the least to
 do (the TensorFlow process runs every test above, so it finishes last otherwise):
@@ -38,14 +40,12 @@ TENSORFLOW_NEEDS = {
     "needs_tf_serving": "needs the TF-Serving-compatible server (SavedModels), run in the TensorFlow process",
     "needs_tf_distribute": "needs a tf.distribute strategy (TensorFlow backend)",
 }
-# marker -> (the backend of the one process that runs it, why it runs once)
+# marker -> (the variable naming the backend of the one process that runs it, why it runs once)
 RUN_ONCE = {
-    "own_processes": (os.environ.get("KBS_OWN_PROCESSES_BACKEND", "tensorflow"),
-                      "starts its own processes with the backend each needs",
-                      "KBS_OWN_PROCESSES_BACKEND"),
-    "needs_tf_graph": (os.environ.get("KBS_TF_GRAPH_BACKEND", "tensorflow"),
-                       "tests TensorFlow graph code whose result cannot depend on the Keras "
-                       "backend", "KBS_TF_GRAPH_BACKEND"),
+    "own_processes": ("KBS_OWN_PROCESSES_BACKEND",
+                      "starts its own processes with the backend each needs"),
+    "needs_tf_graph": ("KBS_TF_GRAPH_BACKEND", "tests TensorFlow graph code whose result "
+                       "cannot depend on the Keras backend"),
 }
 
 
@@ -54,8 +54,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         needs = [name for name in TENSORFLOW_NEEDS if item.get_closest_marker(name)]
         once = [name for name in RUN_ONCE if item.get_closest_marker(name)]
-        if once and not needs and RUN_ONCE[once[0]][0] != backend:
-            runner, why, variable = RUN_ONCE[once[0]]
+        if once and not needs:
+            variable, why = RUN_ONCE[once[0]]
+            runner = os.environ.get(variable, "tensorflow")
+            if runner == backend:
+                continue
             item.add_marker(pytest.mark.skip(
                 reason=f"{once[0]}: {why}; runs once, in the KERAS_BACKEND={runner} process "
                 f"({variable})"))

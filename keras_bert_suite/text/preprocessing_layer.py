@@ -66,7 +66,6 @@ class PreprocessingLayer(keras.layers.Layer):
         compiled = self._compiled_functions[name]
         return lambda *args: compiled(*args) if _matches(input_signature, args) else fn(*args)
 
-
     def _config_digest(self):
         """A digest of everything that decides what the layer computes: its config (the
         vocabulary of a tokenizer included) without the names, here or in nested layers."""

@@ -10,6 +10,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
+
 
 def is_text(x):
     """True when `x` holds strings (str, bytes, lists/tuples/arrays of them, tf.string)."""
@@ -69,8 +71,7 @@ def preprocessed_arrays(preprocess, x, y=None, sample_weight=None, chunk_size=25
     progress = keras.utils.Progbar(count, verbose=1) if show else None
     parts = []
     for chunk in chunks:
-        parts.append(keras.utils.unpack_x_y_sample_weight(
-            _as_numpy(preprocess(*chunk))))
+        parts.append(keras.utils.unpack_x_y_sample_weight(to_numpy_if_eager(preprocess(*chunk))))
         if progress is not None:
             progress.add(int(tf.nest.flatten(chunk)[0].shape[0]))
     inputs, labels, weights = (
@@ -78,11 +79,6 @@ def preprocessed_arrays(preprocess, x, y=None, sample_weight=None, chunk_size=25
         tf.nest.map_structure(lambda *arrays: np.concatenate(arrays), *[p[i] for p in parts])
         for i in range(3))
     return inputs, labels, weights
-
-
-def _as_numpy(structure):
-    return tf.nest.map_structure(
-        lambda t: t.numpy() if isinstance(t, (tf.Tensor, tf.Variable)) else t, structure)
 
 
 def _pack(x, y, sample_weight):

@@ -313,8 +313,9 @@ def jax_heads():
         result = model.predict_on_batch({**x, "positions": positions})
         return {f"{name}/{key}": np.asarray(value) for key, value in result.items()}
 
-    whole = outputs("whole", BertEncoder.from_preset("minilm_l6_h384_uncased"))  # one device
-    checkpoint = None
+    encoder = BertEncoder.from_preset("minilm_l6_h384_uncased")  # one device
+    whole = outputs("whole", encoder)
+    checkpoint = _checkpoint_heads(encoder.num_heads)
     results = {}
     for num_devices in [int(n) for n in sys.argv[3].split(",")]:
         distribution = create_distribution({"strategy": "model_parallel",
@@ -323,7 +324,6 @@ def jax_heads():
             split = BertEncoder.from_preset("minilm_l6_h384_uncased")
             np.savez(f"{sys.argv[2]}/outputs-{num_devices}.npz", **whole,
                      **outputs("split", split))
-        checkpoint = checkpoint or _checkpoint_heads(split.num_heads)
         heads = {}
         for layer, block in enumerate(split.transformer_layers):
             attention, ours = block.attention, checkpoint[layer]
