@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_bert_suite.distillation import checks, internals, losses
 from keras_bert_suite.tasks.task import is_auto
-from keras_bert_suite.training.optimizers import create_optimizer
+from keras_bert_suite.training.optimizers import build_optimizer_before_tracing, create_optimizer
 
 TEACHER_OUTPUTS = "teacher_outputs"
 # MiniLM's relations: v1 transfers the attention distribution (queries x keys) and the
@@ -242,6 +242,7 @@ class BertDistiller(keras.Model):
         x, y, sample_weight, batch_size, validation_data, shuffle = self.student.fit_inputs(
             x, y, sample_weight, batch_size, validation_data, shuffle,
             kwargs.get("validation_split"), kwargs.get("verbose", "auto"))
+        build_optimizer_before_tracing(self)
         return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
                            validation_data=validation_data, shuffle=shuffle, **kwargs)
 

@@ -27,7 +27,7 @@ from keras_bert_suite.models.encoder import BertEncoder
 from keras_bert_suite.tasks.model_base import BertModelBase
 from keras_bert_suite.text import task_inputs
 from keras_bert_suite.text.preprocessor import BertPreprocessor
-from keras_bert_suite.training.optimizers import create_optimizer
+from keras_bert_suite.training.optimizers import build_optimizer_before_tracing, create_optimizer
 from keras_bert_suite.layers.initializer import BertInitializer
 
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -209,6 +209,7 @@ class BertTask(BertModelBase, keras.Model):
         x, y, sample_weight, batch_size, validation_data, shuffle = self.fit_inputs(
             x, y, sample_weight, batch_size, validation_data, shuffle,
             kwargs.get("validation_split"), kwargs.get("verbose", "auto"))
+        build_optimizer_before_tracing(self)
         return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
                            validation_data=validation_data, shuffle=shuffle, **kwargs)
 
