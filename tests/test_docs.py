@@ -57,6 +57,15 @@ NEEDS_TF_SERVING = {
     "keras_bert_suite.serving.model_store",
     "keras_bert_suite.serving.server",
 }
+# Docstrings about reading data, its baseline and tf.data pipelines (text layers are
+# TensorFlow graphs on every backend): run once, in KBS_TF_GRAPH_BACKEND's process.
+TF_GRAPH_ONLY = {
+    "keras_bert_suite.tasks.classifier.data",
+    "keras_bert_suite.tasks.classifier.data.make_classification_dataset",
+    "keras_bert_suite.tasks.classifier.rotten_tomatoes",
+    "keras_bert_suite.tasks.multiple_choice.swag",
+    "keras_bert_suite.tasks.span_labeler.squad",
+}
 DOC_FILES_NEEDING_SERVING = {"README.md", "docs/export.md", "deploy/README.md"}
 
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -102,6 +111,8 @@ def _docstring_params():
             marks = _tensorflow_only("needs_savedmodel")
         elif name in NEEDS_TF_SERVING:
             marks = _tensorflow_only("needs_tf_serving")
+        elif name in TF_GRAPH_ONLY:
+            marks = [pytest.mark.needs_tf_graph]
         elif name in NEEDS_KERAS_DISTRIBUTION:
             marks = [pytest.mark.skipif(keras.backend.backend() == "torch",
                                         reason="keras.distribution is absent on PyTorch")]
