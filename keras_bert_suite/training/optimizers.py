@@ -160,6 +160,10 @@ def build_optimizer_before_tracing(model):
     """
     if keras.backend.backend() != "tensorflow" or getattr(model, "_distribute_strategy", None):
         return
+    import tensorflow as tf  # only reached on the TensorFlow backend
+
+    if tf.distribute.has_strategy():  # fit inside a strategy's scope: Keras' placement
+        return
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None or optimizer.built:
         return

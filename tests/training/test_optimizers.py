@@ -102,3 +102,28 @@ def test_repeated_ids_train_as_with_dense_gradients(name):
 
     np.testing.assert_allclose(train(keras.layers.Embedding(3, 2)),
                                train(OneHotEmbedding(3, 2)), rtol=1e-5)
+
+
+def test_first_fit_builds_the_step_once():
+    """A task's first `fit` of one batch runs `train_step` once on every backend: traced once
+    (TensorFlow, JAX) or run once (PyTorch). On TensorFlow Keras left the optimizer's slots to
+    the trace, and a tf.function that creates variables is traced twice."""
+    from keras_bert_suite import BertClassifier, BertEncoder
+
+    encoder = BertEncoder(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
+                          intermediate_dim=16)
+    classifier = BertClassifier(encoder, num_classes=2)
+    calls = []
+    step = classifier.train_step
+
+    def counted_step(*args):  # JAX's step also takes the state
+        calls.append(1)
+        return step(*args)
+
+    classifier.train_step = counted_step
+    x = {"token_ids": np.array([[2, 5, 7, 3], [2, 9, 3, 0]], "int32"),
+         "segment_ids": np.zeros((2, 4), "int32"),
+         "padding_mask": np.array([[1, 1, 1, 1], [1, 1, 1, 0]], "int32")}
+    classifier.fit(x, np.array([0, 1]), batch_size=2, epochs=1, verbose=0)
+    assert len(calls) == 1, f"train_step ran {len(calls)} times for one batch"
+    assert classifier.optimizer.built and int(keras.ops.convert_to_numpy(classifier.optimizer.iterations)) == 1
