@@ -156,10 +156,9 @@ def test_calibration_texts_are_checked_before_anything_is_written(tmp_path):
 @pytest.fixture(scope="module")
 def served_precisions(tmp_path_factory):
     """A Rotten Tomatoes classifier fine-tuned on 1,024 reviews (its top two blocks and head,
-    32 tokens) and MiniLM sentence embeddings,
-    exported in every precision (the int8 classifier with `kbs export --quantize int8`), and
-    400 held-out reviews (the embeddings: the first 100 of them) plus awkward strings answered
-    by a TF-only serving host."""
+    32 tokens) and MiniLM sentence embeddings, exported in every precision (the int8
+    classifier with `kbs export --quantize int8`), and 400 held-out reviews (the embeddings:
+    the first 100 of them) plus awkward strings answered by a TF-only serving host."""
     texts, labels = load_rotten_tomatoes()
     order = np.random.default_rng(0).permutation(len(texts))
     # Held-out accuracy measured (1 epoch over 1,024 reviews): 64 tokens, every layer trained

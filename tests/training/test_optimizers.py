@@ -126,4 +126,4 @@ def test_first_fit_builds_the_step_once():
          "padding_mask": np.array([[1, 1, 1, 1], [1, 1, 1, 0]], "int32")}
     classifier.fit(x, np.array([0, 1]), batch_size=2, epochs=1, verbose=0)
     assert len(calls) == 1, f"train_step ran {len(calls)} times for one batch"
-    assert classifier.optimizer.built and int(keras.ops.convert_to_numpy(classifier.optimizer.iterations)) == 1
+    assert classifier.optimizer.built and int(to_numpy(classifier.optimizer.iterations)) == 1
