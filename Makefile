@@ -13,10 +13,12 @@ PYTEST_FLAGS := -q -p no:cacheprovider --durations=20
 TESTS ?= tests
 # XLA's CPU backend spends most of a JAX test compiling: without LLVM's optimization passes the
 # JAX run of tests/layers, tests/harness/test_layers.py and tests/models/test_encoder.py took
-# 45 s instead of 75-83 s, beside the other two backends. TensorFlow and PyTorch do not use
-# XLA here. A per-process thread cap was tried too and lost (117 s wall against 89-97 s): the
-# three processes share the 2 cores better with their default pools.
-TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true
+# 45 s instead of 75-83 s, beside the other two backends. XLA's older loop emitters compile
+# a program faster than its fusion emitters (an eager op's first call: 40 -> 27 ms; the JAX run
+# of tests/models/test_task_models.py alone: 66-79 s of CPU -> 47 s). TensorFlow and PyTorch
+# do not use XLA here. A per-process thread cap was tried too and lost (117 s wall against
+# 89-97 s): the three processes share the 2 cores better with their default pools.
+TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false
 # JAX compiles the same train and predict steps again for every model of the same
 # architecture (a task built, saved, loaded back and trained on is compiled twice or more);
 # its compilation cache, in a directory that lives for one `make test`, hands the second one

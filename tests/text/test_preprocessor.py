@@ -89,6 +89,34 @@ def test_eager_python_lists_give_numpy_for_any_backend(preprocessor):
 
 
 @pytest.mark.needs_tf_graph
+def test_eager_calls_skip_graph_optimizations_and_restore_them(preprocessor):
+    """An eager call instantiates the cached graph without Grappler (it runs once), and leaves
+    the process' optimizer options as it found them, also when the call fails."""
+    seen = []
+    original = preprocessor._compiled_functions.get("pack1")
+    packed = preprocessor(["the fox"])  # makes the cached graph
+    graph = preprocessor._compiled_functions["pack1"]
+
+    class Spy:
+        def __call__(self, *args):
+            seen.append(tf.config.optimizer.get_experimental_options())
+            return graph(*args)
+
+    preprocessor._compiled_functions["pack1"] = Spy()
+    try:
+        again = preprocessor(["the fox"])
+        assert len(seen) == 1 and seen[0]["disable_meta_optimizer"] is True
+        assert not tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer")
+        np.testing.assert_array_equal(again["token_ids"], packed["token_ids"])
+        preprocessor._compiled_functions["pack1"] = lambda *args: 1 / 0
+        with pytest.raises(ZeroDivisionError):
+            preprocessor(["the fox"])
+        assert not tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer")
+    finally:
+        preprocessor._compiled_functions["pack1"] = original or graph
+
+
+@pytest.mark.needs_tf_graph
 def test_pairs_and_labels(preprocessor):
     x, y = preprocessor((["the fox", "a"], ["lazy dog jumps", "b"]), [1, 0])
     np.testing.assert_array_equal(x["token_ids"], [
