@@ -15,6 +15,7 @@ from keras_bert_suite.distillation.internals import run_with_hidden_states
 from tests.conftest import alternating_reviews, to_numpy
 from tests.harness import check_config_round_trip, run_model_saving_test
 from tests.numerics import assert_close
+from tests.tiny_pretraining import RUN_EAGERLY
 
 TEACHER_PRESET = "bert_uncased_L-4_H-256_A-4"  # random weights: shapes and numbers, no download
 # Where a test needs no choice of teacher layers, a 2-layer teacher and a 1-layer student:
@@ -54,6 +55,14 @@ def small_teacher():
 @pytest.fixture(scope="module")
 def pretrainer():
     return BertPretrainer.from_preset(SMALL_TEACHER, load_weights=False)
+
+
+def _eager_on_tensorflow(distiller):
+    """For a step or two: tracing the distiller's step on TensorFlow (teacher, student and
+    losses) costs seconds that running it eagerly does not. The traced step is checked by
+    the tests that train for epochs, the harness test and the recipe's."""
+    distiller.run_eagerly = RUN_EAGERLY
+    return distiller
 
 
 def _inputs(task, texts):
@@ -235,8 +244,8 @@ def test_distiller_loss_is_its_terms_weighted(small_teacher, reviews):
     teacher = _decisive(teacher)
     _decisive(student, seed=1)
     x = _inputs(teacher, texts)
-    distiller = BertDistiller(teacher, student, temperature=3.0, soft_weight=0.7,
-                              hard_weight=0.3)
+    distiller = _eager_on_tensorflow(BertDistiller(teacher, student, temperature=3.0,
+                                                   soft_weight=0.7, hard_weight=0.3))
     logs = distiller.evaluate(x, labels, batch_size=8, verbose=0, return_dict=True)
     t_logits = to_numpy(teacher(x, training=False)).astype("float64")
     s_logits = to_numpy(student(x, training=False)).astype("float64")
@@ -264,11 +273,12 @@ def test_teacher_outputs_from_disk_give_the_same_loss(small_teacher, reviews, tm
     np.testing.assert_array_equal(to_numpy(targets["labels"]), labels)
 
     student = student_from_teacher(teacher, num_layers=1)
-    live = BertDistiller(teacher, student).evaluate(x, labels, batch_size=8, verbose=0,
-                                                    return_dict=True)
-    offline = BertDistiller(None, student).evaluate(data, verbose=0, return_dict=True)
+    live = _eager_on_tensorflow(BertDistiller(teacher, student)).evaluate(
+        x, labels, batch_size=8, verbose=0, return_dict=True)
+    offline = _eager_on_tensorflow(BertDistiller(None, student)).evaluate(
+        data, verbose=0, return_dict=True)
     assert_close(offline["loss"], live["loss"], rtol=1e-4)
-    history = BertDistiller(None, student).fit(
+    history = _eager_on_tensorflow(BertDistiller(None, student)).fit(
         with_teacher_outputs(batches, path, batch_size=4, shuffle_buffer=8, seed=0),
         epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
@@ -288,7 +298,8 @@ def test_token_and_span_students_train(task_class, reviews):
     else:
         x = (["What is it?"] * 4, texts)
         y = {"answer_start": [0] * 4, "answer_text": [text[:4] for text in texts]}
-    distiller = BertDistiller(teacher, student, hidden_weight=1.0, attention_weight=1.0)
+    distiller = _eager_on_tensorflow(
+        BertDistiller(teacher, student, hidden_weight=1.0, attention_weight=1.0))
     history = distiller.fit(x, y, epochs=1, verbose=0)
     assert all(np.isfinite(values[0]) for values in history.history.values()), history.history
     assert history.history["soft_loss"][0] >= 0
@@ -307,11 +318,13 @@ def test_multiple_choice_student_distils_on_choice_logits():
     # Teacher outputs given (a random teacher's choice logits are ~equal: nothing to compare).
     teacher_logits = np.array([[3.0, -1.0], [0.5, 2.0]], "float32")
     targets = {"labels": np.array([0, 1]), "teacher_outputs": teacher_logits}
-    logs = BertDistiller(None, student, temperature=2.0, soft_weight=1.0, hard_weight=0.0
-                         ).evaluate(x, targets, batch_size=2, verbose=0, return_dict=True)
+    logs = _eager_on_tensorflow(BertDistiller(
+        None, student, temperature=2.0, soft_weight=1.0, hard_weight=0.0)).evaluate(
+            x, targets, batch_size=2, verbose=0, return_dict=True)
     student_logits = to_numpy(student(x, training=False)).astype("float64")
     assert_close(logs["soft_loss"], _kl(teacher_logits, student_logits, 2.0).mean(), rtol=1e-5)
-    history = BertDistiller(teacher, student).fit((contexts, choices), [0, 1], verbose=0)
+    history = _eager_on_tensorflow(BertDistiller(teacher, student)).fit(
+        (contexts, choices), [0, 1], verbose=0)
     assert np.isfinite(history.history["loss"][0])
 
 
@@ -356,8 +369,9 @@ def test_a_pruned_model_recovers_by_distillation(small_teacher, reviews):
     pruned = pruning.prune_units(teacher, heads_to_remove={1: [0]},
                                  neurons_to_remove={0: list(range(256))})
     x = _inputs(teacher, reviews[0][:8])
-    distiller = BertDistiller(teacher, pruned, hidden_weight=1.0, attention_weight=1.0,
-                              num_relation_heads=1)  # the last layers: 2 and 1 heads of 64
+    distiller = _eager_on_tensorflow(BertDistiller(
+        teacher, pruned, hidden_weight=1.0, attention_weight=1.0,
+        num_relation_heads=1))  # the last layers: 2 and 1 heads of 64
     history = distiller.fit(x, reviews[1][:8], batch_size=8, verbose=0)
     assert np.isfinite(history.history["loss"][0])
     assert pruned.encoder.layer_num_heads == [2, 1]
@@ -386,8 +400,8 @@ def test_masked_lm_distillation_on_the_pretraining_data_path(pretrainer):
     y["mlm_weights"][0, 0] = 0.0
     teacher = pretrainer
     student = _student_unlike(teacher)
-    distiller = BertDistiller(teacher, student, temperature=2.0, soft_weight=1.0,
-                              hard_weight=1.0)
+    distiller = _eager_on_tensorflow(BertDistiller(teacher, student, temperature=2.0,
+                                                   soft_weight=1.0, hard_weight=1.0))
     logs = distiller.evaluate(x, y, batch_size=4, verbose=0, return_dict=True)
     expected = _pretraining_soft_loss(teacher, student, x, y["mlm_weights"], 2.0)
     assert expected > 0.1
@@ -395,8 +409,9 @@ def test_masked_lm_distillation_on_the_pretraining_data_path(pretrainer):
     # Two training steps on the pipeline's batches, with the attention relations too.
     x = {name: np.concatenate([b[0][name] for b in batches]) for name in batches[0][0]}
     y = {name: np.concatenate([b[1][name] for b in batches]) for name in batches[0][1]}
-    history = BertDistiller(teacher, student, hard_weight=1.0, attention_weight=1.0).fit(
-        x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+    history = _eager_on_tensorflow(BertDistiller(
+        teacher, student, hard_weight=1.0, attention_weight=1.0)).fit(
+            x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
     assert np.isfinite(history.history["loss"][0]) and "mlm_logits_accuracy" in history.history
 
 
