@@ -23,6 +23,9 @@ do (the TensorFlow process runs every test above, so it finishes last otherwise)
 
 Pure-Python tests (file readers, recipe parsing, metrics on numpy, CLI errors) and tests
 that run a Keras model carry no marker and run on all three backends.
+
+`make test` runs the TensorFlow tests in two processes ($KBS_SPLIT: `first`, `second`; see
+`_split`); a run by hand runs them all.
 """
 
 
@@ -49,7 +52,36 @@ RUN_ONCE = {
 }
 
 
+def _split(config, items):
+    """`make test` runs the TensorFlow tests in two processes: $KBS_SPLIT is "first" (all but
+    the tests under the paths in $KBS_SPLIT_PATHS), "second" (only those) or "all"."""
+    split = os.environ.get("KBS_SPLIT", "all")
+    if split == "all":
+        return
+    if split not in ("first", "second"):
+        raise pytest.UsageError(f"KBS_SPLIT must be all, first or second; got {split!r}")
+    paths = [path.rstrip("/") for path in os.environ.get("KBS_SPLIT_PATHS", "").split()]
+
+    def under_paths(item):
+        file = item.nodeid.split("::")[0]
+        return any(file == path or file.startswith(path + "/") for path in paths)
+
+    keep = [item for item in items if under_paths(item) == (split == "second")]
+    deselected = [item for item in items if under_paths(item) != (split == "second")]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = keep
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # A split with nothing to run (`make test TESTS=tests/layers`) passes.
+    if (os.environ.get("KBS_SPLIT", "all") != "all"
+            and exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.OK
+
+
 def pytest_collection_modifyitems(config, items):
+    _split(config, items)
     backend = keras.backend.backend()
     for item in items:
         needs = [name for name in TENSORFLOW_NEEDS if item.get_closest_marker(name)]

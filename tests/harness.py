@@ -318,7 +318,14 @@ def _model_call(model, x):
 
 def run_model_saving_test(model, input_data, *, tmp_path=None, rtol=RTOL, atol=ATOL):
     """`.keras` save and load: the same class, config and outputs. Returns the loaded model."""
-    expected = _model_call(model, input_data)
+    return _saving_round_trip(model, input_data, None, tmp_path, rtol, atol)[0]
+
+
+def _saving_round_trip(model, input_data, expected, tmp_path, rtol, atol):
+    """run_model_saving_test, given `model`'s output on `input_data` when the caller has it;
+    returns the loaded model and its output."""
+    if expected is None:
+        expected = _model_call(model, input_data)
     with _directory(tmp_path) as directory:
         path = os.path.join(directory, f"{type(model).__name__}.keras")
         model.save(path)
@@ -326,9 +333,10 @@ def run_model_saving_test(model, input_data, *, tmp_path=None, rtol=RTOL, atol=A
     assert type(restored) is type(model), f"{type(restored)} is not {type(model)}"
     assert _json(restored.get_config()) == _json(model.get_config())
     assert len(restored.weights) == len(model.weights)
-    assert_all_close(_model_call(restored, input_data), expected, rtol, atol,
+    output = _model_call(restored, input_data)
+    assert_all_close(output, expected, rtol, atol,
                      what=f"{type(model).__name__} after a .keras round trip")
-    return restored
+    return restored, output
 
 
 def _model_inputs(task, x):
@@ -379,12 +387,13 @@ def run_task_test(task, train_data, raw_predict_input=None, *, expected_output_s
         predictions = task.predict(raw_predict_input, verbose=0)
         _finite(predictions)
 
-    restored = run_model_saving_test(task, inputs, tmp_path=tmp_path, rtol=rtol, atol=atol)
+    restored, restored_output = _saving_round_trip(task, inputs, None, tmp_path, rtol, atol)
     if task.preprocessor is not None:
         assert _json(restored.preprocessor.get_config()) == _json(task.preprocessor.get_config())
     # The restored copy is quantized: the task the caller holds stays float.
     run_quantization_test(restored, inputs, raw_predict_input=raw_predict_input,
-                          float_predictions=predictions, tmp_path=tmp_path)
+                          float_predictions=predictions, float_output=restored_output,
+                          tmp_path=tmp_path)
     return restored, predictions
 
 
@@ -398,16 +407,16 @@ QUANTIZED_RELATIVE_ERROR = 0.25
 
 
 def run_quantization_test(model, input_data, *, raw_predict_input=None,
-                          float_predictions=None, tmp_path=None):
+                          float_predictions=None, float_output=None, tmp_path=None):
     """`model.quantize("int8")` (the model is changed): see the module doc. Returns the
     quantized model restored from its `.keras` file.
 
-    float_predictions: the float model's predictions on `raw_predict_input`, when the caller
-        has them (run_task_test: from the model this one is a `.keras` copy of); computed
-        here otherwise."""
+    float_predictions, float_output: the float model's predictions on `raw_predict_input`
+        and its output on `input_data`, when the caller has them (run_task_test: from the
+        model this one is a `.keras` copy of); computed here otherwise."""
     encoder = model if hasattr(model, "transformer_layers") else model.encoder
     float_weights = {name: to_numpy(value) for name, value in encoder.weight_map().items()}
-    expected = _model_call(model, input_data)
+    expected = _model_call(model, input_data) if float_output is None else float_output
     if raw_predict_input is not None and float_predictions is None:
         float_predictions = model.predict(raw_predict_input, verbose=0)
 
@@ -415,7 +424,8 @@ def run_quantization_test(model, input_data, *, raw_predict_input=None,
     left_float = [layer.path for layer in model._flatten_layers()
                   if isinstance(layer, QUANTIZABLE) and layer.quantization_mode != "int8"]
     assert not left_float, f"{type(model).__name__}.quantize left {left_float} in float"
-    _check_quantized_outputs(_model_call(model, input_data), expected, type(model).__name__)
+    quantized_output = _model_call(model, input_data)
+    _check_quantized_outputs(quantized_output, expected, type(model).__name__)
     if raw_predict_input is not None:  # the compiled predict path, rebuilt after quantize
         _check_quantized_outputs(model.predict(raw_predict_input, verbose=0),
                                  float_predictions, f"{type(model).__name__}.predict")
@@ -430,13 +440,13 @@ def run_quantization_test(model, input_data, *, raw_predict_input=None,
         assert np.abs(value - original).max() <= bound, name
         changed += not np.array_equal(value, original)
     assert changed, "weight_map() returned the float weights of a quantized model"
-    restored = run_model_saving_test(model, input_data, tmp_path=tmp_path)
+    restored = _saving_round_trip(model, input_data, quantized_output, tmp_path, RTOL, ATOL)[0]
     reloaded = [restored]
     if getattr(model, "preprocessor", None) is not None:  # a task preset (vocabulary inside)
         with _directory(tmp_path) as directory:
             preset = model.save_to_preset(os.path.join(directory, "quantized_preset"))
             reloaded.append(type(model).from_preset(preset))
-        assert_all_close(_model_call(reloaded[-1], input_data), _model_call(model, input_data),
+        assert_all_close(_model_call(reloaded[-1], input_data), quantized_output,
                          what=f"quantized {type(model).__name__} after save_to_preset")
     for copy in reloaded:
         assert all(layer.quantization_mode == "int8" for layer in copy._flatten_layers()
