@@ -26,7 +26,6 @@ TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0 --xla_llvm_disable_expensiv
 # with it, 96-100 s without. Every compile is cached (no minimum time or size).
 TEST_JAX_CACHE = JAX_COMPILATION_CACHE_DIR=$$logs/jax_cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
 OWN_PROCESSES_BACKEND ?= $(lastword $(BACKENDS))
-TF_GRAPH_BACKEND ?= $(word 2,$(BACKENDS) $(BACKENDS))
 
 .PHONY: setup data demo test bench clean
 
@@ -53,12 +52,16 @@ demo: setup data
 # so the tests that run once anyway go elsewhere and the three finish closer together: those
 # that start their own processes (marker own_processes) from the torch process, and those
 # about TensorFlow graph code that no Keras backend changes (marker needs_tf_graph: tokenizer,
-# tf.data, Beam; 350 s of the TensorFlow process) in the jax one.
+# tf.data, Beam; 350 s of a process) in the one TF_GRAPH_BACKEND names.
 # The TensorFlow process still had the most to do (32 minutes against JAX's 29 and PyTorch's
 # 23, the last minutes alone on one of the two cores): the tests under TF_SPLIT_PATHS (the
 # SavedModel exports, the docs, distillation: about half of it) run in a second TensorFlow
 # process (KBS_SPLIT in tests/conftest.py), so four processes keep both cores busy to the end.
 TF_SPLIT_PATHS ?= tests/export tests/serving tests/test_docs.py tests/distillation
+# The tests about TensorFlow graph code (needs_tf_graph) run once, in the second TensorFlow
+# process (it had the least to do: 19 minutes against JAX's 28 that ran them); without the
+# TensorFlow split, in the second backend's process.
+TF_GRAPH_BACKEND ?= $(if $(and $(filter tensorflow,$(BACKENDS)),$(TF_SPLIT_PATHS)),tensorflow:second,$(word 2,$(BACKENDS) $(BACKENDS)))
 RUNS := $(foreach backend,$(BACKENDS),$(if $(and $(filter tensorflow,$(backend)),$(TF_SPLIT_PATHS)),tensorflow:first tensorflow:second,$(backend):all))
 test: setup data
 	@logs=$$(mktemp -d); pids=""; \

@@ -16,7 +16,8 @@ do (the TensorFlow process runs every test above, so it finishes last otherwise)
 
 * `needs_tf_graph`: the test's subject is TensorFlow / tensorflow-text graph code (tokenizer
   ops, tf.data pipelines, packers, windows) whose result cannot depend on the Keras backend;
-  it runs in the process whose backend is $KBS_TF_GRAPH_BACKEND (default tensorflow), unless
+  it runs in the process whose backend is $KBS_TF_GRAPH_BACKEND (default tensorflow; or
+  `tensorflow:second`, one of `make test`'s two TensorFlow processes), unless
   it also needs one of the above.
 * `own_processes`: starts subprocesses with the backend each needs; it runs from the process
   whose backend is $KBS_OWN_PROCESSES_BACKEND (default tensorflow).
@@ -43,7 +44,9 @@ TENSORFLOW_NEEDS = {
     "needs_tf_serving": "needs the TF-Serving-compatible server (SavedModels), run in the TensorFlow process",
     "needs_tf_distribute": "needs a tf.distribute strategy (TensorFlow backend)",
 }
-# marker -> (the variable naming the backend of the one process that runs it, why it runs once)
+# marker -> (the variable naming the process that runs it, why it runs once). The variable
+# names a backend ("jax"), or the TensorFlow backend and one of its two `make test`
+# processes ("tensorflow:second", see _split).
 RUN_ONCE = {
     "own_processes": ("KBS_OWN_PROCESSES_BACKEND",
                       "starts its own processes with the backend each needs"),
@@ -52,9 +55,23 @@ RUN_ONCE = {
 }
 
 
+def _runs_once_in(item):
+    """(variable, backend, split or None) of the one process that runs a run-once test;
+    None for the others (a run-once test that needs TensorFlow runs where those do)."""
+    if any(item.get_closest_marker(name) for name in TENSORFLOW_NEEDS):
+        return None
+    once = [name for name in RUN_ONCE if item.get_closest_marker(name)]
+    if not once:
+        return None
+    variable = RUN_ONCE[once[0]][0]
+    backend, _, split = os.environ.get(variable, "tensorflow").partition(":")
+    return variable, backend, split or None
+
+
 def _split(config, items):
     """`make test` runs the TensorFlow tests in two processes: $KBS_SPLIT is "first" (all but
-    the tests under the paths in $KBS_SPLIT_PATHS), "second" (only those) or "all"."""
+    the tests under the paths in $KBS_SPLIT_PATHS), "second" (only those) or "all". A
+    run-once test whose variable names one of the two goes to that one."""
     split = os.environ.get("KBS_SPLIT", "all")
     if split == "all":
         return
@@ -62,12 +79,15 @@ def _split(config, items):
         raise pytest.UsageError(f"KBS_SPLIT must be all, first or second; got {split!r}")
     paths = [path.rstrip("/") for path in os.environ.get("KBS_SPLIT_PATHS", "").split()]
 
-    def under_paths(item):
+    def in_second(item):
+        runner = _runs_once_in(item)
+        if runner is not None and runner[1] == keras.backend.backend() and runner[2]:
+            return runner[2] == "second"
         file = item.nodeid.split("::")[0]
         return any(file == path or file.startswith(path + "/") for path in paths)
 
-    keep = [item for item in items if under_paths(item) == (split == "second")]
-    deselected = [item for item in items if under_paths(item) != (split == "second")]
+    keep = [item for item in items if in_second(item) == (split == "second")]
+    deselected = [item for item in items if in_second(item) != (split == "second")]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = keep
@@ -84,17 +104,17 @@ def pytest_collection_modifyitems(config, items):
     _split(config, items)
     backend = keras.backend.backend()
     for item in items:
-        needs = [name for name in TENSORFLOW_NEEDS if item.get_closest_marker(name)]
-        once = [name for name in RUN_ONCE if item.get_closest_marker(name)]
-        if once and not needs:
-            variable, why = RUN_ONCE[once[0]]
-            runner = os.environ.get(variable, "tensorflow")
-            if runner == backend:
+        runner = _runs_once_in(item)
+        if runner is not None:
+            variable, runner_backend, _ = runner  # _split placed it in its TensorFlow process
+            if runner_backend == backend:
                 continue
+            marker = next(name for name in RUN_ONCE if item.get_closest_marker(name))
             item.add_marker(pytest.mark.skip(
-                reason=f"{once[0]}: {why}; runs once, in the KERAS_BACKEND={runner} process "
-                f"({variable})"))
+                reason=f"{marker}: {RUN_ONCE[marker][1]}; runs once, in the "
+                f"KERAS_BACKEND={os.environ.get(variable, 'tensorflow')} process ({variable})"))
             continue
+        needs = [name for name in TENSORFLOW_NEEDS if item.get_closest_marker(name)]
         if backend == "tensorflow" or not needs:
             continue
         # A marker may carry a test-specific reason: @pytest.mark.needs_savedmodel(reason="...").
