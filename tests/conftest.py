@@ -56,16 +56,15 @@ RUN_ONCE = {
 
 
 def _runs_once_in(item):
-    """(variable, backend, split or None) of the one process that runs a run-once test;
-    None for the others (a run-once test that needs TensorFlow runs where those do)."""
+    """(marker, backend, split or None) of the one process that runs a run-once test; None
+    for the others (a run-once test that needs TensorFlow runs where those do)."""
     if any(item.get_closest_marker(name) for name in TENSORFLOW_NEEDS):
         return None
-    once = [name for name in RUN_ONCE if item.get_closest_marker(name)]
-    if not once:
+    marker = next((name for name in RUN_ONCE if item.get_closest_marker(name)), None)
+    if marker is None:
         return None
-    variable = RUN_ONCE[once[0]][0]
-    backend, _, split = os.environ.get(variable, "tensorflow").partition(":")
-    return variable, backend, split or None
+    backend, _, split = os.environ.get(RUN_ONCE[marker][0], "tensorflow").partition(":")
+    return marker, backend, split or None
 
 
 def _split(config, items):
@@ -86,8 +85,9 @@ def _split(config, items):
         file = item.nodeid.split("::")[0]
         return any(file == path or file.startswith(path + "/") for path in paths)
 
-    keep = [item for item in items if in_second(item) == (split == "second")]
-    deselected = [item for item in items if in_second(item) != (split == "second")]
+    keep, deselected = [], []
+    for item in items:
+        (keep if in_second(item) == (split == "second") else deselected).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = keep
@@ -106,12 +106,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         runner = _runs_once_in(item)
         if runner is not None:
-            variable, runner_backend, _ = runner  # _split placed it in its TensorFlow process
+            marker, runner_backend, _ = runner  # _split placed it in its TensorFlow process
             if runner_backend == backend:
                 continue
-            marker = next(name for name in RUN_ONCE if item.get_closest_marker(name))
+            variable, why = RUN_ONCE[marker]
             item.add_marker(pytest.mark.skip(
-                reason=f"{marker}: {RUN_ONCE[marker][1]}; runs once, in the "
+                reason=f"{marker}: {why}; runs once, in the "
                 f"KERAS_BACKEND={os.environ.get(variable, 'tensorflow')} process ({variable})"))
             continue
         needs = [name for name in TENSORFLOW_NEEDS if item.get_closest_marker(name)]
