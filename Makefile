@@ -61,8 +61,9 @@ TF_SPLIT_PATHS ?= tests/export tests/serving tests/test_docs.py tests/distillati
 # The tests about TensorFlow graph code (needs_tf_graph) run once, in the second TensorFlow
 # process (it had the least to do: 19 minutes against JAX's 28 that ran them); without the
 # TensorFlow split, in the second backend's process.
-TF_GRAPH_BACKEND ?= $(if $(and $(filter tensorflow,$(BACKENDS)),$(TF_SPLIT_PATHS)),tensorflow:second,$(word 2,$(BACKENDS) $(BACKENDS)))
-RUNS := $(foreach backend,$(BACKENDS),$(if $(and $(filter tensorflow,$(backend)),$(TF_SPLIT_PATHS)),tensorflow:first tensorflow:second,$(backend):all))
+SPLIT_TENSORFLOW := $(and $(filter tensorflow,$(BACKENDS)),$(TF_SPLIT_PATHS))
+TF_GRAPH_BACKEND ?= $(if $(SPLIT_TENSORFLOW),tensorflow:second,$(word 2,$(BACKENDS) $(BACKENDS)))
+RUNS := $(foreach backend,$(BACKENDS),$(if $(and $(filter tensorflow,$(backend)),$(SPLIT_TENSORFLOW)),tensorflow:first tensorflow:second,$(backend):all))
 test: setup data
 	@logs=$$(mktemp -d); pids=""; \
 	for run in $(RUNS); do \
