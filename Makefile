@@ -23,8 +23,11 @@ TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0 --xla_llvm_disable_expensiv
 # architecture (a task built, saved, loaded back and trained on is compiled twice or more);
 # its compilation cache, in a directory that lives for one `make test`, hands the second one
 # the first one's program: tests/models/test_task_lifecycle.py took 71-75 s of CPU on JAX
-# with it, 96-100 s without. Every compile is cached (no minimum time or size).
-TEST_JAX_CACHE = JAX_COMPILATION_CACHE_DIR=$$logs/jax_cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
+# with it, 96-100 s without. Only compiles of 0.2 s or more are written: an eager op's
+# (~30 ms, thousands per process, found again in memory anyway) cost more to write than they
+# saved (tests/harness/test_encoder_and_tasks.py + test_task_lifecycle.py: 124-139 s of CPU
+# caching every compile, 114 s from 0.2 s up).
+TEST_JAX_CACHE = JAX_COMPILATION_CACHE_DIR=$$logs/jax_cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0.2 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
 OWN_PROCESSES_BACKEND ?= $(lastword $(BACKENDS))
 
 .PHONY: setup data demo test bench clean
@@ -34,7 +37,10 @@ setup: $(STAMP)
 $(STAMP): requirements.txt setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+	@# pip compiles every installed module on one core (66 s of a 121 s install); compileall
+	@# uses both. It exits 1 on a few Python 2 files that packages ship and nothing imports.
+	-$(BIN)/python -m compileall -q -j 0 $(VENV)/lib >/dev/null 2>&1
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
