@@ -144,10 +144,8 @@ def test_random_next_segments_come_from_another_document_of_the_bucket(pipeline_
     assert checked > 50
 
 
-def test_the_same_records_with_one_or_two_workers(tmp_path, twelve_files):
-    one, two = str(tmp_path / "one"), str(tmp_path / "two")
-    create_pretraining_data(twelve_files, one, bucket_bytes=250_000, num_workers=1,
-                            eval_fraction=0.2, **SETTINGS)
+def test_the_same_records_with_one_or_two_workers(pipeline_output, tmp_path, twelve_files):
+    one, two = pipeline_output[0], str(tmp_path / "two")  # the fixture's run had one worker
     create_pretraining_data(twelve_files, two, bucket_bytes=250_000, num_workers=2,
                             eval_fraction=0.2, **SETTINGS)
     first, second = _records(f"{one}/*.tfrecord"), _records(f"{two}/*.tfrecord")

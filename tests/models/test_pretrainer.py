@@ -112,8 +112,9 @@ def test_keras_round_trip_keeps_the_tie(tmp_path):
     assert isinstance(restored, BertPretrainer)
     assert restored.optimizer.get_config() == pretrainer.optimizer.get_config()
     assert restored.masked_lm_head.token_embedding is restored.encoder.token_embedding
+    got = restored(x)
     for name, value in pretrainer(x).items():
-        assert_close(restored(x)[name], value, err_msg=name)
+        assert_close(got[name], value, err_msg=name)
 
     # The saved model weights hold the [V, H] matrix once.
     with zipfile.ZipFile(path) as archive:
@@ -139,11 +140,13 @@ def test_preset_round_trip_carries_the_heads(tmp_path):
     # with encoder overrides: the encoder preset + the heads' canonical weights
     rebuilt = BertPretrainer.from_preset(str(tmp_path / "preset"),
                                          encoder_overrides={"dropout": 0.0})
+    expected = pretrainer(x)
     for restored in (whole, rebuilt):
         assert set(restored.weight_map()) == set(pretrainer.weight_map())
         assert {"mlm/output_bias", "nsp/kernel"} <= set(restored.weight_map())
-        for name, value in pretrainer(x).items():
-            assert_close(restored(x)[name], value, err_msg=name)
+        got = restored(x)
+        for name, value in expected.items():
+            assert_close(got[name], value, err_msg=name)
 
 
 def test_checkpoint_without_heads_warns(tmp_path, caplog):
