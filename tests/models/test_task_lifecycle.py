@@ -58,6 +58,9 @@ def _assert_same_predictions(got, expected):
 def test_fit_without_compile_then_save_to_preset_and_reload(name, tmp_path):
     model = _build(name)
     assert model.compiled and model.optimizer is not None
+    # Eagerly on TensorFlow: a few steps cost less than tracing (the harness traces every
+    # task's training step and predict).
+    model.run_eagerly = RUN_EAGERLY
     x, y = CASES[name][2]
     history = model.fit(x, y, epochs=2, batch_size=2, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
@@ -68,7 +71,6 @@ def test_fit_without_compile_then_save_to_preset_and_reload(name, tmp_path):
     reloaded = type(model).from_preset(str(tmp_path / "preset"))
     assert type(reloaded) is type(model)
     assert reloaded.get_config() == model.get_config()  # head, preprocessor, label names
-    # Eagerly on TensorFlow: one call costs less than tracing (the first model's were traced).
     reloaded.run_eagerly = RUN_EAGERLY
     _assert_same_predictions(reloaded.predict(raw, verbose=0), before)
     assert reloaded.compiled  # and trains on as it is
@@ -80,6 +82,7 @@ def test_fit_without_compile_then_save_to_preset_and_reload(name, tmp_path):
 
 def test_a_task_preset_is_also_an_encoder_preset_and_other_heads_start_fresh(tmp_path):
     model = _build("classifier")
+    model.run_eagerly = RUN_EAGERLY
     model.fit(*CASES["classifier"][2], epochs=1, verbose=0)
     model.save_to_preset(str(tmp_path / "preset"))
     assert (tmp_path / "preset" / TASK_CONFIG_FILE).is_file()
