@@ -11,8 +11,7 @@ import pytest
 from keras_bert_suite import BertClassifier, BertEncoder, BertPretrainer, save_google_bert
 from keras_bert_suite.cli import main as kbs
 from tests.checkpoints.checkpoint_writers import (
-    bert_config_json, google_variables, model_garden_encoder, run_model_garden_encoder,
-    write_model_garden_dir)
+    bert_config_json, google_variables, model_garden_encoder, run_model_garden_encoder)
 from tests.conftest import to_numpy
 from tests.minilm_reference import assert_matches_reference, reference
 from tests.numerics import assert_close
@@ -93,15 +92,14 @@ def test_kbs_convert_to_google_and_clear_errors(tmp_path, minilm_dir, capsys):
 
 @pytest.mark.needs_tf_graph(reason="runs Model Garden's own converter and tf_keras encoder, "
                             "whose numbers do not depend on the Keras backend")
-def test_model_garden_converter_reads_it_and_computes_our_numbers(tmp_path, minilm_dir):
+def test_model_garden_converter_reads_it_and_computes_our_numbers(minilm_garden_dir, minilm_dir):
     """Model Garden's tf2_bert_encoder_checkpoint_converter turns our export into its TF2
     BertEncoder checkpoint; that encoder, restored, gives transformers' (and our) outputs."""
     tf = pytest.importorskip("tensorflow")
     pytest.importorskip("official.nlp.tools.tf2_bert_encoder_checkpoint_converter")
     from official.legacy.bert import configs
 
-    path = write_model_garden_dir(tmp_path / "garden", BertEncoder.from_preset(PRESET),
-                                  released_layout=False)
+    path = minilm_garden_dir  # our MiniLM export, through Model Garden's converter
     bert_config = configs.BertConfig.from_json_file(os.path.join(path, "bert_config.json"))
     # Model Garden's "gelu" is the tanh approximation (see model_garden_encoder); with the
     # exact GELU that BERT and we compute, only the weights can differ.
@@ -110,7 +108,7 @@ def test_model_garden_converter_reads_it_and_computes_our_numbers(tmp_path, mini
     for exact_gelu in (False, True):
         garden = model_garden_encoder(bert_config, exact_gelu)
         tf.train.Checkpoint(encoder=garden).read(
-            tf.train.latest_checkpoint(path)).assert_existing_objects_matched()
+            os.path.join(path, "bert_model.ckpt")).assert_existing_objects_matched()
         outputs = run_model_garden_encoder(garden, inputs)
         if exact_gelu:
             assert_matches_reference(outputs, expected)

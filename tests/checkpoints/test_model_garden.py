@@ -1,6 +1,7 @@
 """TF Model Garden TF2 (object-based) BERT checkpoints, written by Model Garden's own
-tf2_bert_encoder_checkpoint_converter from real MiniLM: read back exactly on every backend,
-computing what Model Garden's own encoder computes, and broken ones refused by name."""
+tf2_bert_encoder_checkpoint_converter: read back exactly on every backend (a random 2-layer
+BERT, a tiny pretrainer), real MiniLM computing what Model Garden's own encoder computes, and
+broken ones refused by name."""
 
 import json
 import os
@@ -20,6 +21,7 @@ from tests.minilm_reference import assert_matches_reference, reference
 
 pytestmark = pytest.mark.real
 PRESET = "minilm_l6_h384_uncased"
+SMALL = "bert_uncased_L-2_H-128_A-2"  # its architecture, random weights
 TINY = dict(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16,
             max_sequence_length=16)
 
@@ -29,16 +31,24 @@ def _weights(model):
 
 
 @pytest.fixture(scope="module")
-def original():
-    return _weights(BertEncoder.from_preset(PRESET))
+def small_encoder():
+    """A random 2-layer, 128-wide BERT with the uncased vocabulary: which weight goes where
+    in a released directory is the subject, not MiniLM's values (Model Garden's converter
+    rebuilds MiniLM in ~14 s, this one in ~2)."""
+    return BertEncoder.from_preset(SMALL, load_weights=False)
 
 
 @pytest.fixture(scope="module")
-def garden_dir(tmp_path_factory, minilm_dir):
-    """MiniLM as a v3 release: bert_config.json, bert_model.ckpt.{index,data-*}, vocab.txt."""
-    directory = tmp_path_factory.mktemp("garden") / "uncased_L-6_H-384_A-12"
-    return write_model_garden_dir(directory, BertEncoder.from_preset(PRESET),
-                                  os.path.join(minilm_dir, "vocab.txt"))
+def original(small_encoder):
+    return _weights(small_encoder)
+
+
+@pytest.fixture(scope="module")
+def garden_dir(tmp_path_factory, small_encoder, minilm_dir):
+    """The small BERT as a v3 release: bert_config.json, bert_model.ckpt.{index,data-*},
+    vocab.txt."""
+    directory = tmp_path_factory.mktemp("garden") / "uncased_L-2_H-128_A-2"
+    return write_model_garden_dir(directory, small_encoder, os.path.join(minilm_dir, "vocab.txt"))
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +57,13 @@ def tiny_garden_dir(tmp_path_factory):
     return write_model_garden_dir(tmp_path_factory.mktemp("tiny_garden"), BertEncoder(**TINY))
 
 
-def test_released_layout_gives_the_same_weights(garden_dir, original, minilm_checkpoint):
+def test_released_layout_gives_the_same_weights(garden_dir, original, small_encoder):
     checkpoint = load_checkpoint(garden_dir)
 
     assert checkpoint.format == "model_garden"
-    assert checkpoint.config == minilm_checkpoint.config
+    config = small_encoder.get_config()
+    assert checkpoint.config == {key: config[key] for key in checkpoint.config}
+    assert (checkpoint.config["num_layers"], checkpoint.config["hidden_dim"]) == (2, 128)
     assert checkpoint.vocabulary_path == os.path.join(garden_dir, "vocab.txt")
     assert checkpoint.lowercase is True
     assert sorted(checkpoint.weights) == sorted(original)  # no head in an encoder checkpoint
@@ -63,8 +75,8 @@ def test_released_layout_gives_the_same_weights(garden_dir, original, minilm_che
 def test_checkpoint_prefix_and_kbs_convert(garden_dir, original, tmp_path, capsys):
     checkpoint = load_checkpoint(os.path.join(garden_dir, "bert_model.ckpt"))
     assert checkpoint.format == "model_garden"
-    np.testing.assert_array_equal(checkpoint.weights["layer_5/attention/qkv/kernel"],
-                                  original["layer_5/attention/qkv/kernel"])
+    np.testing.assert_array_equal(checkpoint.weights["layer_1/attention/qkv/kernel"],
+                                  original["layer_1/attention/qkv/kernel"])
 
     kbs(["convert", garden_dir, str(tmp_path / "ours")])
     assert "Converted model_garden checkpoint" in capsys.readouterr().out
@@ -74,10 +86,11 @@ def test_checkpoint_prefix_and_kbs_convert(garden_dir, original, tmp_path, capsy
         np.testing.assert_array_equal(converted.weights[name], value, err_msg=name)
 
 
-def test_pretrainer_checkpoint_gives_the_masked_lm_head(tmp_path, minilm_dir):
-    pretrainer = BertPretrainer.from_preset(PRESET)  # random heads, seeded
-    directory = write_model_garden_dir(tmp_path / "pretrainer", pretrainer,
-                                       os.path.join(minilm_dir, "vocab.txt"), pretrainer=True,
+def test_pretrainer_checkpoint_gives_the_masked_lm_head(tmp_path):
+    # Which weight goes where is the subject: a tiny random pretrainer has every head weight
+    # (Model Garden's converter rebuilds MiniLM's pretrainer in 14 s, this one in about 2).
+    pretrainer = BertPretrainer(BertEncoder(**TINY))
+    directory = write_model_garden_dir(tmp_path / "pretrainer", pretrainer, pretrainer=True,
                                        released_layout=False)  # model-1.* + `checkpoint`
     variables = object_checkpoint_variables(os.path.join(directory, "model-1"))
     # The word embeddings, shared with the head, are saved once: under the head's name.
@@ -95,19 +108,20 @@ def test_pretrainer_checkpoint_gives_the_masked_lm_head(tmp_path, minilm_dir):
 
 @pytest.mark.needs_tf_graph(reason="runs Model Garden's own tf_keras encoder, whose numbers "
                             "do not depend on the Keras backend")
-def test_computes_what_model_gardens_encoder_computes(garden_dir, minilm_dir):
+def test_computes_what_model_gardens_encoder_computes(minilm_garden_dir, minilm_dir):
     import tensorflow as tf
     from official.legacy.bert import configs
 
-    bert_config = configs.BertConfig.from_json_file(os.path.join(garden_dir, "bert_config.json"))
+    bert_config = configs.BertConfig.from_json_file(
+        os.path.join(minilm_garden_dir, "bert_config.json"))
     garden = model_garden_encoder(bert_config, exact_gelu=True)
     # assert_consumed: the checkpoint holds that encoder's variables and nothing else.
     tf.train.Checkpoint(encoder=garden).restore(
-        os.path.join(garden_dir, "bert_model.ckpt")).assert_consumed()
+        os.path.join(minilm_garden_dir, "bert_model.ckpt")).assert_consumed()
     inputs = reference(minilm_dir)["inputs"]
     expected = {"inputs": inputs, **run_model_garden_encoder(garden, inputs)}
 
-    outputs = BertEncoder.from_preset(garden_dir)(inputs)
+    outputs = BertEncoder.from_preset(minilm_garden_dir)(inputs)
 
     # Two implementations in float32: the parity tolerance, as against transformers.
     assert_matches_reference(outputs, expected)
