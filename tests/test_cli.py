@@ -50,12 +50,13 @@ def test_demo_search_finds_paraphrased_sentences(sotu_files):
 
     encoder = BertEncoder.from_preset(demo.PRESET)
     preprocessor = BertPreprocessor.from_preset(demo.PRESET, sequence_length=64)
-    corpus = [text for text, _ in demo.sotu_sentences(300)]
+    corpus = [text for text, _ in demo.sotu_sentences(120)]  # 40 of them paraphrased
     vectors = demo.mean_pooled_embeddings(encoder, preprocessor, corpus, progress=False)
     assert_close(np.linalg.norm(vectors, axis=1), 1.0)
     queries = ["".join(c for c in text.lower() if c.isalnum() or c == " ") for text in corpus[:40]]
     query_vectors = demo.mean_pooled_embeddings(encoder, preprocessor, queries, progress=False)
     top1 = np.argmax(query_vectors @ vectors.T, axis=1)
+    print("paraphrases retrieving their sentence:", np.mean(top1 == np.arange(40)))
     assert np.mean(top1 == np.arange(40)) >= 0.95
 
 
