@@ -4,6 +4,7 @@ once its tanh GELU is swapped for the exact one, and splits real text as we do; 
 -> ours is exact; a classifier becomes a BertTextClassifier, a pretrainer a BertMaskedLM (the
 heads on a random 2-layer BERT)."""
 
+import json
 import os
 
 import keras
@@ -218,11 +219,21 @@ def test_keras_hub_tokenizer_splits_real_text_as_we_do(exported, sotu_files):
     assert theirs.lowercase is True
 
 
-def test_kbs_convert_to_keras_hub(tmp_path, minilm_dir, encoder, capsys):
+def test_kbs_convert_to_keras_hub(tmp_path, minilm_dir, encoder, exported, capsys):
     kbs(["convert", minilm_dir, str(tmp_path / "out"), "--to", "keras_hub"])
     assert "BertEncoder" in capsys.readouterr().out
-    backbone = keras_hub.models.BertBackbone.from_preset(str(tmp_path / "out"))
-    assert backbone.hidden_dim == 384 and backbone.num_layers == 6
+    # The CLI writes what save_keras_hub writes (KerasHub builds and runs that preset in the
+    # tests above): the same files and backbone config, read here without building MiniLM
+    # in KerasHub again.
+    assert sorted(os.listdir(tmp_path / "out")) == sorted(os.listdir(exported))
+    configs = []
+    for directory in (tmp_path / "out", exported):
+        with open(os.path.join(directory, "config.json")) as f:
+            configs.append(json.load(f))
+            configs[-1]["config"].pop("name")  # layer names are numbered per process
+    assert configs[0] == configs[1]
+    assert configs[0]["registered_name"] == "keras_hub>BertBackbone"
+    assert (configs[0]["config"]["hidden_dim"], configs[0]["config"]["num_layers"]) == (384, 6)
     keras_hub.models.BertTokenizer.from_preset(str(tmp_path / "out"))
     back = BertEncoder.from_preset(str(tmp_path / "out"))
     came_back = _weights(back)  # once: each call copies every weight
