@@ -56,6 +56,20 @@ def test_single_segment_and_three_segments():
 
 
 @needs_tf_graph
+def test_empty_segments_and_an_empty_batch():
+    # Positions outside a segment read past its ids: an empty segment or batch must not fail.
+    out = pack([[[], [1, 2]], [[], []]], sequence_length=6)
+    np.testing.assert_array_equal(out["token_ids"], [[CLS, SEP, SEP, 0, 0, 0],
+                                                     [CLS, 1, 2, SEP, SEP, 0]])
+    np.testing.assert_array_equal(out["segment_ids"], [[0, 0, 1, 0, 0, 0], [0, 0, 0, 0, 1, 0]])
+    np.testing.assert_array_equal(out["padding_mask"], [[1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0]])
+    empty = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros([0], tf.int64))
+    out = SegmentPacker(6, CLS, SEP)((empty, empty))
+    assert {name: value.shape for name, value in out.items()} == {
+        "token_ids": (0, 6), "segment_ids": (0, 6), "padding_mask": (0, 6)}
+
+
+@needs_tf_graph
 @pytest.mark.parametrize("truncate", truncation.STRATEGIES)
 def test_never_drops_a_segment(truncate):
     out = pack([[[1] * 50], [[2] * 50], [[3] * 50]], sequence_length=7, truncate=truncate)
