@@ -66,19 +66,14 @@ class SegmentPacker(PreprocessingLayer):
             values = tf.concat([segment.values, tf.zeros([1], tf.int32)], axis=0)
             index = tf.where(inside, segment.row_starts()[:, None] + offset,
                              tf.shape(segment.values, out_type=tf.int64)[0])
+            separator = offset == count
             token_ids = tf.where(inside, tf.gather(values, index), token_ids)
-            token_ids = tf.where(offset == count, tf.constant(self.sep_token_id, tf.int32),
-                                 token_ids)
-            segment_ids = tf.where(inside | (offset == count), tf.constant(i, tf.int32),
-                                   segment_ids)
+            token_ids = tf.where(separator, tf.constant(self.sep_token_id, tf.int32), token_ids)
+            segment_ids = tf.where(inside | separator, tf.constant(i, tf.int32), segment_ids)
+        # Positions past the last [SEP] were never written: padding, segment 0.
         total = 1 + tf.reduce_sum(kept + 1, axis=1, keepdims=True)  # [B, 1] ids in the row
-        padding_mask = tf.cast(position < total, tf.int32)  # [B, L]
-        outputs = {
-            "token_ids": tf.where(padding_mask > 0, token_ids,
-                                  tf.constant(self.pad_token_id, tf.int32)),
-            "segment_ids": segment_ids * padding_mask,
-            "padding_mask": padding_mask,
-        }
+        outputs = {"token_ids": token_ids, "segment_ids": segment_ids,
+                   "padding_mask": tf.cast(position < total, tf.int32)}
         if unbatched:
             outputs = {name: value[0] for name, value in outputs.items()}
         return to_numpy_if_eager(outputs)
