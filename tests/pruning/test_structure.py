@@ -23,8 +23,10 @@ HEAD = HIDDEN // HEADS  # 32
 HEADS_TO_REMOVE = {0: [1, 5], 3: [0, 2, 11], 5: list(range(11))}  # layer 5 keeps head 11
 NEURONS_TO_REMOVE = {1: list(range(0, FFN, 3)), 2: list(range(1, FFN)), 5: [7]}
 # Pruned vs masked: the same float32 sums without the zero terms (other kernels, another
-# summation order); hidden values are O(1), so atol 1e-5 is ~100 ULPs near 0.
-RTOL, ATOL = 1e-5, 1e-5
+# summation order, over six layers); hidden values are O(1), so atol 1e-5 is ~100 ULPs near
+# 0. PyTorch's kernels on an AMD Zen 5 machine differed by 2.2e-5 relative at one of 196,608
+# positions (rtol 1e-5 failed there); a wrong head or neuron removed moves outputs by ~1e-1.
+RTOL, ATOL = 1e-4, 1e-5
 
 
 @pytest.fixture(scope="module")
