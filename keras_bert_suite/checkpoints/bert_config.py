@@ -2,23 +2,37 @@
 
 from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 
-# BertEncoder's architecture arguments (DESIGN.md names); what `Checkpoint.config` holds.
+# BertEncoder's architecture arguments (DESIGN.md names); what `Checkpoint.config` holds. The
+# family's (embedding_dim ... layers_per_group) keep BERT's values when a format lacks them.
 ENCODER_CONFIG_KEYS = (
     "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
     "max_sequence_length", "num_segments", "dropout", "layer_norm_epsilon", "initializer_range",
+    "embedding_dim", "position_offset", "activation", "pooler_activation", "num_layer_groups",
+    "layers_per_group",
 )
+BERT_FAMILY_DEFAULTS = {"embedding_dim": None, "position_offset": 0, "activation": "gelu",
+                        "pooler_activation": "tanh", "num_layer_groups": None,
+                        "layers_per_group": 1}
 
-# Both spell the exact erf GELU the encoder computes; "gelu_new" & co. are the tanh approximation.
-_EXACT_GELU = ("gelu", "gelu_python")
+# transformers' `hidden_act` -> the encoder's `activation`: the exact erf GELU, or its tanh
+# approximation ("gelu_new", what ALBERT was trained with).
+ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_approximate",
+               "gelu_pytorch_tanh": "gelu_approximate"}
+
+
+def feed_forward_activation(name, config_file):
+    if name not in ACTIVATIONS:
+        raise UnsupportedCheckpointError(
+            f"{config_file}: hidden_act '{name}' is not supported; the encoder computes the "
+            f"exact GELU ('gelu') or its tanh approximation ('gelu_new'), and another "
+            f"activation would give different numbers.")
+    return ACTIVATIONS[name]
 
 
 def encoder_config(bert_json, config_file):
-    """Maps BertConfig keys to BertEncoder arguments; rejects architectures we cannot run."""
-    activation = bert_json.get("hidden_act", "gelu")
-    if activation not in _EXACT_GELU:
-        raise UnsupportedCheckpointError(
-            f"{config_file}: hidden_act '{activation}' is not supported; BertEncoder computes "
-            f"the exact GELU ('gelu'), so the weights would give different numbers.")
+    """Maps BertConfig keys to BertEncoder arguments; rejects architectures we cannot run.
+    RoBERTa's, ELECTRA's and ALBERT's configs use the same keys (their families add theirs)."""
+    activation = feed_forward_activation(bert_json.get("hidden_act", "gelu"), config_file)
     position_type = bert_json.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise UnsupportedCheckpointError(
@@ -44,4 +58,6 @@ def encoder_config(bert_json, config_file):
         # Google's bert_config.json has no epsilon: the original code hard-wires 1e-12.
         "layer_norm_epsilon": bert_json.get("layer_norm_eps", 1e-12),
         "initializer_range": bert_json.get("initializer_range", 0.02),
+        **BERT_FAMILY_DEFAULTS,
+        "activation": activation,
     }

@@ -10,14 +10,35 @@ module path in our layout:
                                          "beta", or None for an embedding / a lone tensor
     adapter.has(path, variable)
 
-The readers walk the table, so the names they return are the table's; `MODULES` only says
-where each of its modules sits in BERT's tree. They ask in checkpoint order, so the first
-missing variable is the one reported.
+The readers walk the table, so the names they return are the table's; a `ModuleTree` only
+says where each of its modules sits in one family's tree (`BERT_TREE` here; RoBERTa, ELECTRA,
+DistilBERT and ALBERT name theirs in `keras_bert_suite/families/`). They ask in checkpoint
+order, so the first missing variable is the one reported.
 """
+
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from keras_bert_suite.checkpoints import weight_table
+
+
+class ModuleTree(NamedTuple):
+    """Where a checkpoint family keeps the weight table's modules.
+
+    modules: table module -> module path; a transformer layer's under `layer_path`.
+    layer_path: (block index, encoder config) -> the path of that transformer block.
+    qkv: the three modules under modules["attention/qkv"] that hold query, key and value.
+    group_pattern: a regex whose group 1 numbers the groups of blocks (one block each but
+        ALBERT's `layers_per_group`), for the check that a checkpoint has no more than its
+        config says.
+    """
+
+    modules: dict
+    layer_path: Callable = lambda index, config: f"encoder.layer.{index}"
+    qkv: tuple = ("query", "key", "value")
+    group_pattern: str = r"(?:^|\.)encoder\.layer\.(\d+)\."
+
 
 # Table module -> BERT module path (under `encoder.layer.{i}.` for a transformer layer's).
 MODULES = {
@@ -37,78 +58,84 @@ MODULES = {
     "mlm/output_bias": "cls.predictions.output_bias",
     "nsp": "cls.seq_relationship",
 }
-_QKV = ("query", "key", "value")
+BERT_TREE = ModuleTree(MODULES)
 
 
-def encoder_weights(config, adapter):
+def encoder_weights(config, adapter, tree=BERT_TREE):
     """{canonical encoder weight name: array} read through `adapter`. The pooler may be
     absent: transformers' token-classification, question-answering and masked-LM models have
-    none (the encoder then keeps its initial pooler; see `encoder_from_checkpoint`)."""
+    none, nor have DistilBERT's and ELECTRA's encoders (the encoder then keeps its initial
+    pooler; see `encoder_from_checkpoint`)."""
     table = weight_table.encoder_weights(config)
     pooler = [weight for weight in table if weight.name.startswith("pooler/")]
-    if not adapter.has(*_location(pooler[0])):
+    if "pooler" not in tree.modules or not adapter.has(*_location(pooler[0], tree, config)):
         table = [weight for weight in table if weight not in pooler]
-    return _read(table, adapter)
+    return _read(table, adapter, tree, config)
 
 
-def head_weights(config, adapter):
-    """The MLM and NSP head weights that the checkpoint has (a head is all there or absent)."""
+def head_weights(config, adapter, tree=BERT_TREE):
+    """The MLM and NSP head weights that the checkpoint has (a head is all there or absent;
+    a tree that does not name a head has none)."""
     weights = {}
     for head in weight_table.HEAD_WEIGHTS:
         table = weight_table.head_weights(head, config)
-        if adapter.has(*_location(table[0])):
-            weights.update(_read(table, adapter))
+        module = weight_table.split_template(table[0].template)[0]
+        if module in tree.modules and adapter.has(*_location(table[0], tree, config)):
+            weights.update(_read(table, adapter, tree, config))
     return weights
 
 
-def _read(table, adapter):
+def _read(table, adapter, tree, config):
     weights = {}
     for weight in table:
-        path, variable = _location(weight)
-        if path.endswith(".attention.self"):
-            weights[weight.name] = _stacked_qkv(adapter, path, variable, weight.shape)
+        path, variable = _location(weight, tree, config)
+        if weight.template.startswith("attention/qkv/"):
+            weights[weight.name] = _stacked_qkv(adapter, path, variable, weight.shape, tree)
         else:
             weights[weight.name] = adapter.get(path, variable, weight.shape)
     return weights
 
 
-def _location(weight):
+def _location(weight, tree, config):
     module, variable = weight_table.split_template(weight.template)
-    path = MODULES[module]
+    path = tree.modules[module]
     if weight.layer is not None:
-        path = f"encoder.layer.{weight.layer}.{path}"
+        path = f"{tree.layer_path(weight.layer, config)}.{path}"
     return path, variable
 
 
-def _stacked_qkv(adapter, path, variable, shape):
+def _stacked_qkv(adapter, path, variable, shape, tree):
     """Our one query | key | value projection from BERT's three. Each [H, H] kernel's columns
     are already head-major (BERT's transpose_for_scores), so stacking and reshaping is exact."""
     if variable == "kernel":  # 3 x [H, H] -> [H, 3, N, Dh]
         hidden = shape[0]
-        parts = [adapter.get(f"{path}.{part}", variable, (hidden, hidden)) for part in _QKV]
+        parts = [adapter.get(f"{path}.{part}", variable, (hidden, hidden)) for part in tree.qkv]
         return np.stack(parts, axis=1).reshape(shape)
     hidden = int(np.prod(shape[1:]))  # 3 x [H] -> [3, N, Dh]
     return np.stack([adapter.get(f"{path}.{part}", variable, (hidden,))
-                     for part in _QKV]).reshape(shape)
+                     for part in tree.qkv]).reshape(shape)
 
 
-def write_weights(weights, config, adapter):
+def write_weights(weights, config, adapter, tree=BERT_TREE):
     """The inverse of reading: every canonical weight in `weights` (the encoder's, and a head's
-    when all of it is there) goes to `adapter.put(path, variable, value)` in BERT's module tree,
-    our one qkv projection split into BERT's query, key and value."""
+    when all of it is there) goes to `adapter.put(path, variable, value)` in the family's module
+    tree, our one qkv projection split into its query, key and value."""
     tables = [weight_table.encoder_weights(config)]
     for head in weight_table.HEAD_WEIGHTS:
         table = weight_table.head_weights(head, config)
         if table[0].name in weights:
             tables.append(table)
     for weight in (weight for table in tables for weight in table):
-        path, variable = _location(weight)
+        module = weight_table.split_template(weight.template)[0]
+        if module not in tree.modules:  # a pooler the family's encoder does not have
+            continue
+        path, variable = _location(weight, tree, config)
         value = np.asarray(weights[weight.name])
-        if not path.endswith(".attention.self"):
+        if not weight.template.startswith("attention/qkv/"):
             adapter.put(path, variable, value)
             continue
         hidden = int(np.prod(weight.shape[-2:]))  # N * Dh
         parts = (value.reshape(-1, 3, hidden).transpose(1, 0, 2) if variable == "kernel"
                  else value.reshape(3, hidden))  # 3 x [H, H] kernels or 3 x [H] biases
-        for part, array in zip(_QKV, parts):
+        for part, array in zip(tree.qkv, parts):
             adapter.put(f"{path}.{part}", variable, np.ascontiguousarray(array))

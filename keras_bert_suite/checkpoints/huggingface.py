@@ -1,9 +1,11 @@
-"""Hugging Face BERT directories: config.json (model_type "bert") + model.safetensors
-(or a sharded model.safetensors.index.json, or pytorch_model.bin), vocab.txt,
-tokenizer_config.json.
+"""Hugging Face directories of the BERT family: config.json (model_type "bert", "roberta",
+"xlm-roberta", "distilbert", "electra" or "albert") + model.safetensors (or a sharded
+model.safetensors.index.json, or pytorch_model.bin), vocab.txt, tokenizer_config.json.
 
-Weights may sit under `bert.` (BertForPreTraining, BertForMaskedLM, ...) or at the top level
-(BertModel); LayerNorms are `weight`/`bias` or, in old conversions, `gamma`/`beta`.
+Weights may sit under the family's prefix (`bert.` in BertForPreTraining, BertForMaskedLM,
+...; `roberta.`, `distilbert.`, `electra.`, `albert.`) or at the top level (BertModel);
+LayerNorms are `weight`/`bias` or, in old conversions, `gamma`/`beta`. Each family's module
+names are its `ModuleTree` (keras_bert_suite/families/).
 `cls.predictions.*` and `cls.seq_relationship.*` become our `mlm/...` and `nsp/...` weights.
 """
 
@@ -11,16 +13,18 @@ import json
 import os
 
 from keras_bert_suite.checkpoints import bert_layout
-from keras_bert_suite.checkpoints.bert_config import encoder_config
+from keras_bert_suite.checkpoints.weight_table import num_blocks as weight_table_blocks
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.errors import CheckpointMismatchError, UnsupportedCheckpointError
 from keras_bert_suite.checkpoints.tensors import TensorSource
+from keras_bert_suite.families import family_of_model_type, supported_model_types
 
-NAME = "Hugging Face BERT directory"
+NAME = "Hugging Face BERT-family directory"
 CONFIG_FILE = "config.json"
 # In order of preference; safetensors needs no pickle and reads lazily.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
-FILES_NEEDED = f"{CONFIG_FILE} with \"model_type\": \"bert\" + one of {', '.join(WEIGHT_FILES)}"
+FILES_NEEDED = (f"{CONFIG_FILE} with a BERT-family \"model_type\" (\"bert\", \"roberta\", ...) + "
+                f"one of {', '.join(WEIGHT_FILES)}")
 # Our task model -> (the transformers class that computes the same, its head's module), for
 # export (models/to_checkpoint.py) and for reading a fine-tuned head back.
 TASK_ARCHITECTURES = {
@@ -42,16 +46,17 @@ def load(directory, load_weights=True):
     with open(config_path) as f:
         hf_config = json.load(f)
     model_type = hf_config.get("model_type", "bert")
-    if model_type != "bert":
+    family = family_of_model_type(model_type)
+    if family is None:
         raise UnsupportedCheckpointError(
-            f"{config_path}: model_type '{model_type}' is not supported; "
-            f"only 'bert' checkpoints can be loaded into BertEncoder.")
-    config = encoder_config(hf_config, config_path)
+            f"{config_path}: model_type '{model_type}' is not supported; BertEncoder loads "
+            f"the BERT family: {', '.join(supported_model_types())}.")
+    config = family.encoder_config(hf_config, config_path)
     weights = task_head = None
     if load_weights:
         source = _open_weights(directory, config_path)
-        weights = _read_weights(source, config)
-        task_head = _task_head(source, hf_config, config)
+        weights = _read_weights(source, config, family)
+        task_head = _task_head(source, hf_config, config) if family.name == "bert" else None
     vocabulary_path = os.path.join(directory, "vocab.txt")
     return Checkpoint(
         config=config,
@@ -63,12 +68,15 @@ def load(directory, load_weights=True):
     )
 
 
-def _read_weights(source, config):
-    source.check_layer_count(r"(?:^|\.)encoder\.layer\.(\d+)\.", config["num_layers"])
-    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in source else ""
-    weights = bert_layout.encoder_weights(config, _Adapter(source, prefix))
+def _read_weights(source, config, family):
+    tree = family.tree
+    source.check_layer_count(tree.group_pattern,
+                             weight_table_blocks(config) // config["layers_per_group"])
+    token_embedding = tree.modules["embeddings/token_embedding"]
+    prefix = family.prefix if f"{family.prefix}{token_embedding}.weight" in source else ""
+    weights = bert_layout.encoder_weights(config, _Adapter(source, prefix), tree)
     # The `cls.` modules (MLM / NSP heads) are never under the `bert.` prefix.
-    weights.update(bert_layout.head_weights(config, _Adapter(source, "")))
+    weights.update(bert_layout.head_weights(config, _Adapter(source, ""), tree))
     return weights
 
 

@@ -1,10 +1,11 @@
 """The canonical weight names and their shapes: the one table that the model
 (`models/weight_names.py`) and every checkpoint converter read.
 
-    embeddings/token_embedding                 [V, H]
-    embeddings/segment_embedding               [S, H]
-    embeddings/position_embedding              [P, H]
-    embeddings/layer_norm/{gamma,beta}         [H]
+    embeddings/token_embedding                 [V, E]
+    embeddings/segment_embedding               [S, E]   (none when S = 0: DistilBERT)
+    embeddings/position_embedding              [P, E]
+    embeddings/layer_norm/{gamma,beta}         [E]
+    embeddings/projection/{kernel,bias}        [E, H], [H]  (only with an embedding_dim)
     layer_{i}/attention/qkv/kernel             [H, 3, N, H/N]  (query | key | value, head,
     layer_{i}/attention/qkv/bias               [3, N, H/N]      dimension within the head)
     layer_{i}/attention/output/{kernel,bias}   [H, H], [H]
@@ -15,13 +16,14 @@
     pooler/{kernel,bias}                       [H, H], [H]
 
 Pretraining heads (BertPretrainer; `cls/predictions`, `cls/seq_relationship` in checkpoints):
-    mlm/transform/{kernel,bias}                [H, H], [H]
-    mlm/layer_norm/{gamma,beta}                [H]
+    mlm/transform/{kernel,bias}                [H, E], [E]
+    mlm/layer_norm/{gamma,beta}                [E]
     mlm/output_bias                            [V]  (the decoder matrix is the token embedding)
     nsp/{kernel,bias}                          [H, 2], [2]
 
-V vocabulary_size, S num_segments, P max_sequence_length, H hidden_dim, I intermediate_dim,
-N num_heads. Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in].
+V vocabulary_size, S num_segments, P max_sequence_length + position_offset, E embedding_dim
+(H when None), H hidden_dim, I intermediate_dim, N num_heads. `layer_{i}` numbers the distinct
+transformer blocks: ALBERT's layers share theirs (num_layer_groups x layers_per_group blocks). Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in].
 The qkv kernel in memory is the [H, 3H] concatenation of the query, key and value kernels
 (each head-major, as BERT splits heads); its head axis is separate so that a model-parallel
 layout can give each device whole heads (`BertEncoder.get_layout_map`). Files written before
@@ -38,11 +40,13 @@ templates to their own names, and iterate this table, so they produce exactly th
 from typing import NamedTuple, Optional
 
 EMBEDDING_WEIGHTS = {
-    "embeddings/token_embedding": ("V", "H"),
-    "embeddings/segment_embedding": ("S", "H"),
-    "embeddings/position_embedding": ("P", "H"),
-    "embeddings/layer_norm/gamma": ("H",),
-    "embeddings/layer_norm/beta": ("H",),
+    "embeddings/token_embedding": ("V", "E"),
+    "embeddings/segment_embedding": ("S", "E"),
+    "embeddings/position_embedding": ("P", "E"),
+    "embeddings/layer_norm/gamma": ("E",),
+    "embeddings/layer_norm/beta": ("E",),
+    "embeddings/projection/kernel": ("E", "H"),
+    "embeddings/projection/bias": ("H",),
 }
 # The weights of one transformer layer; each is named `layer_{i}/<template>`.
 LAYER_WEIGHTS = {
@@ -64,10 +68,10 @@ POOLER_WEIGHTS = {
     "pooler/bias": ("H",),
 }
 MLM_HEAD_WEIGHTS = {
-    "mlm/transform/kernel": ("H", "H"),
-    "mlm/transform/bias": ("H",),
-    "mlm/layer_norm/gamma": ("H",),
-    "mlm/layer_norm/beta": ("H",),
+    "mlm/transform/kernel": ("H", "E"),
+    "mlm/transform/bias": ("E",),
+    "mlm/layer_norm/gamma": ("E",),
+    "mlm/layer_norm/beta": ("E",),
     "mlm/output_bias": ("V",),
 }
 NSP_HEAD_WEIGHTS = {
@@ -111,18 +115,34 @@ def modules():
 def dimensions(config):
     hidden, heads = config["hidden_dim"], config["num_heads"]
     return {"V": config["vocabulary_size"], "S": config["num_segments"],
-            "P": config["max_sequence_length"], "H": hidden, "I": config["intermediate_dim"],
-            "N": heads, "Dh": hidden // heads}
+            "P": config["max_sequence_length"] + config.get("position_offset", 0),
+            "E": config.get("embedding_dim") or hidden, "H": hidden,
+            "I": config["intermediate_dim"], "N": heads, "Dh": hidden // heads}
 
 
-def encoder_weights(config=None, num_layers=None):
-    """The encoder's `Weight`s in checkpoint order: embeddings, layers, pooler. Without a
-    config (then `num_layers` is needed) the shapes are left empty."""
-    num_layers = config["num_layers"] if num_layers is None else num_layers
-    sizes = dimensions(config) if config is not None else None
+def num_blocks(config):
+    """The distinct transformer blocks: num_layers, or ALBERT's groups x layers per group."""
+    groups = config.get("num_layer_groups")
+    return config["num_layers"] if groups is None else groups * config.get("layers_per_group", 1)
+
+
+def _has(template, config):
+    """Whether an encoder of `config` has this embedding / pooler weight."""
+    if template.startswith("embeddings/segment_embedding"):
+        return config["num_segments"] > 0
+    if template.startswith("embeddings/projection/"):
+        return config.get("embedding_dim") is not None
+    return True
+
+
+def encoder_weights(config, shapes=True):
+    """The encoder's `Weight`s in checkpoint order: embeddings, layers, pooler, those that an
+    encoder of `config` (a `BertEncoder` config) has. `shapes=False` leaves the shapes empty
+    (a pruned encoder's differ from layer to layer; the model's variables know them)."""
+    sizes = dimensions(config) if shapes else None
     weights = [_weight(name, name, None, symbols, sizes)
-               for name, symbols in EMBEDDING_WEIGHTS.items()]
-    for index in range(num_layers):
+               for name, symbols in EMBEDDING_WEIGHTS.items() if _has(name, config)]
+    for index in range(num_blocks(config)):
         weights += [_weight(layer_weight_name(index, template), template, index, symbols, sizes)
                     for template, symbols in LAYER_WEIGHTS.items()]
     weights += [_weight(name, name, None, symbols, sizes)

@@ -3,20 +3,17 @@ queries, keys and values, from one forward pass (keras.ops only)."""
 
 from keras import ops
 
-from keras_bert_suite.models.encoder import _encode
 from keras_bert_suite.names import ENCODER_INPUTS
 
 
 def run_with_hidden_states(task, inputs, training=None):
     """(the task's outputs, [embedding output, layer 1 output, ...]) in one pass: the
-    encoder's own forward pass (`_encode`, which its graph is made of) so that its hidden
+    encoder's own forward pass (`encode`, which its graph is made of) so that its hidden
     states are at hand, then the task's head (`head_outputs`, the same layers as the task's
     graph). `training` reaches every layer, the head's dropout included."""
     encoder = task.encoder
     encoder_inputs = {name: inputs[name] for name in ENCODER_INPUTS}
-    sequence, pooled, hidden_states = _encode(
-        encoder.embeddings, encoder.transformer_layers, encoder.pooler, encoder_inputs,
-        training=training)
+    sequence, pooled, hidden_states = encoder.encode(encoder_inputs, training=training)
     outputs = task.head_outputs({"sequence_output": sequence, "pooled_output": pooled}, inputs)
     return outputs, hidden_states
 
@@ -24,7 +21,7 @@ def run_with_hidden_states(task, inputs, training=None):
 def queries_keys_values(encoder, layer, hidden_states):
     """{"q", "k", "v"}: transformer layer `layer`'s (1-based) projections of its input,
     heads concatenated -> [B, T, N * Dh] each (the fused qkv kernel computes all three)."""
-    block = encoder.transformer_layers[layer - 1]
+    block = encoder.block_at(layer - 1)
     qkv = block.attention.qkv(hidden_states[layer - 1])  # [B, T, 3, N, Dh]
     batch, length = ops.shape(qkv)[0], ops.shape(qkv)[1]
     width = qkv.shape[3] * qkv.shape[4]

@@ -1,9 +1,9 @@
 """A student made from its teacher, DistilBERT's way: the same model with fewer transformer
 layers, each copied from a teacher layer (embeddings, pooler and head copied as they are)."""
 
-import keras
-
+from keras_bert_suite.models.find_encoder import encoder_of
 from keras_bert_suite.models.lora import without_lora
+from keras_bert_suite.models.rebuild import rebuild, weight_arrays
 
 
 def evenly_spaced_layers(teacher_layers, student_layers):
@@ -20,7 +20,8 @@ def student_from_teacher(teacher, num_layers=None, layers=None):
     `layers` (0-based teacher indices, in order) or `num_layers` evenly spaced ones
     (`evenly_spaced_layers`). Its weights are the teacher's exactly: student layer i is
     teacher layer layers[i]; the embeddings, pooler, task head and preprocessor are copied.
-    A LoRA teacher gives a plain student with the merged weights.
+    A LoRA teacher gives a plain student with the merged weights. A teacher whose layers
+    share one group of blocks (ALBERT) gives a student that runs the same blocks fewer times.
 
     >>> from keras_bert_suite import BertEncoder
     >>> teacher = BertEncoder.from_preset("minilm_l6_h384_uncased")
@@ -28,31 +29,22 @@ def student_from_teacher(teacher, num_layers=None, layers=None):
     >>> student.num_layers, evenly_spaced_layers(6, 3)
     (3, (0, 3, 5))
     """
-    from keras_bert_suite.models.encoder import BertEncoder
-
     teacher = without_lora(teacher)
-    encoder = teacher if isinstance(teacher, BertEncoder) else teacher.encoder
+    encoder = encoder_of(teacher, "student_from_teacher")
     layers = _check_layers(encoder.num_layers, num_layers, layers)
-    config = keras.saving.serialize_keras_object(teacher)
-    encoder_config = config["config"] if teacher is encoder else config["config"]["encoder"]["config"]
-    _keep_layers(encoder_config, layers)
-    student = keras.saving.deserialize_keras_object(config)
-    student_encoder = student if isinstance(student, BertEncoder) else student.encoder
-
-    weights = {}
-    teacher_weights = encoder.weight_map()
-    for name in student_encoder.weight_map():
-        weights[name] = keras.ops.convert_to_numpy(teacher_weights[_teacher_name(name, layers)])
-    student_encoder.load_weight_map(weights)
-    if student is not student_encoder:  # the head: every weight outside the encoder
-        inside = {id(v) for v in encoder.weights}
-        student_inside = {id(v) for v in student_encoder.weights}
-        sources = [v for v in teacher.weights if id(v) not in inside]
-        targets = [v for v in student.weights if id(v) not in student_inside]
-        for source, target in zip(sources, targets, strict=True):
-            target.assign(keras.ops.convert_to_numpy(source))  # a copy: JAX shares buffers
-        student.preprocessor = teacher.preprocessor
-    return student
+    weights = weight_arrays(encoder)
+    if encoder.num_layer_groups is None:
+        changes = _kept_layers(encoder.get_config(), layers)
+        weights = _renumbered(weights, layers)
+    elif encoder.num_layer_groups == 1:  # every layer runs the same blocks
+        changes = {"num_layers": len(layers)}
+    else:
+        raise ValueError(
+            f"student_from_teacher: the teacher's layers share {encoder.num_layer_groups} "
+            f"groups of blocks (num_layer_groups), so a layer is not a block to keep or drop. "
+            f"Build the student with num_layer_groups=1, or from a teacher without shared "
+            f"layers.")
+    return rebuild(teacher, changes, weights)
 
 
 def _check_layers(teacher_layers, num_layers, layers):
@@ -74,18 +66,27 @@ def _check_layers(teacher_layers, num_layers, layers):
     return layers
 
 
-def _keep_layers(encoder_config, layers):
-    """The encoder config with len(layers) layers; per-layer lists keep the chosen entries."""
+def _kept_layers(encoder_config, layers):
+    """The encoder config changes for len(layers) layers: per-layer lists keep the chosen
+    entries."""
     old = encoder_config["num_layers"]
-    encoder_config["num_layers"] = len(layers)
+    changes = {"num_layers": len(layers)}
     for key, value in encoder_config.items():
         if key.startswith("layer_") and isinstance(value, list) and len(value) == old:
-            encoder_config[key] = [value[i] for i in layers]
+            changes[key] = [value[i] for i in layers]
+    return changes
 
 
-def _teacher_name(name, layers):
-    """"layer_{i}/..." in the student -> "layer_{layers[i]}/..." in the teacher."""
-    if not name.startswith("layer_"):
-        return name
-    index, rest = name[len("layer_"):].split("/", 1)
-    return f"layer_{layers[int(index)]}/{rest}"
+def _renumbered(weights, layers):
+    """The teacher's weights with "layer_{layers[i]}/..." named "layer_{i}/..."; the other
+    layers' left out."""
+    student_index = {teacher: student for student, teacher in enumerate(layers)}
+    renamed = {}
+    for name, value in weights.items():
+        if not name.startswith("layer_"):
+            renamed[name] = value
+            continue
+        index, rest = name[len("layer_"):].split("/", 1)
+        if int(index) in student_index:
+            renamed[f"layer_{student_index[int(index)]}/{rest}"] = value
+    return renamed

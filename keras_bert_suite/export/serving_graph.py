@@ -50,12 +50,12 @@ def model_call(model):
     """inputs -> model(inputs, training=False), with the BertEncoder inside (or the model
     itself, if it is one) replaced by its ServingEncoder; the other layers run as Keras
     traces them."""
-    from keras_bert_suite.models.encoder import BertEncoder
+    from keras_bert_suite.models.find_encoder import find_encoder
 
-    if isinstance(model, BertEncoder):
+    encoder = find_encoder(model)
+    if encoder is model:
         return _serving_encoder(model)
-    encoder = getattr(model, "encoder", None)
-    if not isinstance(encoder, BertEncoder) or encoder not in model.layers:
+    if encoder is None or encoder not in model.layers:
         return lambda inputs: model(inputs, training=False)
     fast_encoder = _serving_encoder(encoder)
 

@@ -1,4 +1,9 @@
-"""BERT input embeddings: token + segment + learned position, then LayerNorm and dropout."""
+"""BERT input embeddings: token + segment + learned position, then LayerNorm and dropout.
+
+The family's variations are arguments: no segment table (DistilBERT: `num_segments=0`) and
+positions counted from the padding mask past an offset (RoBERTa / XLM-R:
+`position_offset=2`). A narrower embedding width with a projection (ALBERT, ELECTRA) is the
+encoder's `embedding_dim`: this layer is then that wide."""
 
 import keras
 from keras import ops
@@ -11,8 +16,14 @@ from keras_bert_suite.layers.initializer import BertInitializer
 class BertEmbeddings(keras.layers.Layer):
     """Sums token, segment and position embeddings, as in BERT section 3.
 
-    Inputs: `token_ids` [B, T] and `segment_ids` [B, T], integers.
+    Inputs: `token_ids` [B, T] and `segment_ids` [B, T], integers; `padding_mask` [B, T]
+    (1 = real token) when `position_offset` > 0.
     Output: [B, T, hidden_dim].
+
+    `num_segments=0`: no segment table (DistilBERT); `segment_ids` are then ignored.
+    `position_offset=k` (RoBERTa, XLM-R: k = pad id + 1 = 2): the table has
+    max_sequence_length + k rows; real token t (0-based) reads row k + t and padding reads
+    row k - 1, as transformers' `create_position_ids_from_input_ids` numbers them.
     """
 
     def __init__(
@@ -24,6 +35,7 @@ class BertEmbeddings(keras.layers.Layer):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        position_offset=0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -34,40 +46,55 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.position_offset = position_offset
 
         initializer = BertInitializer(stddev=initializer_range)
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size, hidden_dim, embeddings_initializer=initializer,
             dtype=self.dtype_policy, name="token_embedding")
-        self.segment_embedding = keras.layers.Embedding(
-            num_segments, hidden_dim, embeddings_initializer=initializer,
-            dtype=self.dtype_policy, name="segment_embedding")
+        self.segment_embedding = None
+        if num_segments:
+            self.segment_embedding = keras.layers.Embedding(
+                num_segments, hidden_dim, embeddings_initializer=initializer,
+                dtype=self.dtype_policy, name="segment_embedding")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
         self.dropout_layer = BertDropout(dropout, dtype=self.dtype_policy, name="dropout")
 
-    def build(self, token_ids_shape, segment_ids_shape=None):
+    def build(self, token_ids_shape, segment_ids_shape=None, padding_mask_shape=None):
         self.token_embedding.build(token_ids_shape)
-        self.segment_embedding.build(token_ids_shape)
+        if self.segment_embedding is not None:
+            self.segment_embedding.build(token_ids_shape)
         self.position_embedding = self.add_weight(
             name="position_embedding",
-            shape=(self.max_sequence_length, self.hidden_dim),
+            shape=(self.max_sequence_length + self.position_offset, self.hidden_dim),
             initializer=BertInitializer(stddev=self.initializer_range),
         )
         self.layer_norm.build(tuple(token_ids_shape) + (self.hidden_dim,))
         self.built = True
 
-    def call(self, token_ids, segment_ids, training=None):
-        sequence_length = ops.shape(token_ids)[1]
-        positions = ops.cast(self.position_embedding[:sequence_length], self.compute_dtype)  # [T, H]
-        x = (
-            self.token_embedding(token_ids)
-            + self.segment_embedding(segment_ids)
-            + positions[None, :, :]
-        )  # [B, T, H]
+    def call(self, token_ids, segment_ids, padding_mask=None, training=None):
+        x = self.token_embedding(token_ids)
+        if self.segment_embedding is not None:
+            x = x + self.segment_embedding(segment_ids)
+        x = x + self._positions(token_ids, padding_mask)  # [B, T, H]
         return self.dropout_layer(self.layer_norm(x), training=training)
 
-    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
+    def _positions(self, token_ids, padding_mask):
+        """[1, T, H] rows 0..T-1 of the table, or [B, T, H] rows counted from the padding
+        mask past `position_offset`."""
+        table = ops.cast(self.position_embedding, self.compute_dtype)
+        if not self.position_offset:
+            return table[None, :ops.shape(token_ids)[1]]
+        if padding_mask is None:
+            raise ValueError("BertEmbeddings with position_offset > 0 numbers positions "
+                             "from the padding mask: pass padding_mask.")
+        mask = ops.cast(padding_mask, "int32")
+        positions = ops.cumsum(mask, axis=1) * mask + (self.position_offset - 1)  # [B, T]
+        return ops.take(table, positions, axis=0)
+
+    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None,
+                             padding_mask_shape=None):
         return tuple(token_ids_shape) + (self.hidden_dim,)
 
     def get_config(self):
@@ -80,5 +107,6 @@ class BertEmbeddings(keras.layers.Layer):
             dropout=self.dropout,
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
+            position_offset=self.position_offset,
         )
         return config

@@ -1,4 +1,4 @@
-"""BERT's exact (erf) GELU, written the way the original BERT code writes it."""
+"""GELU as the family computes it: BERT's exact (erf) form and ALBERT's tanh approximation."""
 
 import math
 
@@ -17,3 +17,14 @@ def exact_gelu(x):
     if fused is not None:
         return fused
     return 0.5 * x * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
+
+
+def tanh_gelu(x):
+    """0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³))): the approximation ALBERT's
+    checkpoints were trained with (transformers' "gelu_new")."""
+    return 0.5 * x * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+# The `activation` names of the encoder's feed-forward networks (transformers' `hidden_act`
+# "gelu" and "gelu_new" are these two).
+FEED_FORWARD_ACTIVATIONS = {"gelu": exact_gelu, "gelu_approximate": tanh_gelu}

@@ -6,7 +6,7 @@ from keras import ops
 from keras_bert_suite.layers.attention import BertSelfAttention
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.layers.gather_rows import gather_rows
-from keras_bert_suite.layers.gelu import exact_gelu
+from keras_bert_suite.layers.gelu import FEED_FORWARD_ACTIVATIONS
 from keras_bert_suite.layers.lora import LoraDense
 from keras_bert_suite.layers.initializer import BertInitializer
 
@@ -15,7 +15,9 @@ from keras_bert_suite.layers.initializer import BertInitializer
 class TransformerBlock(keras.layers.Layer):
     """x = LN(x + Attention(x)); x = LN(x + FFN(x)) with FFN = Dense(GELU(Dense(x))).
 
-    GELU is the exact erf form that the released BERT checkpoints were trained with.
+    `activation` is the FFN's GELU: "gelu", the exact erf form that the released BERT,
+    RoBERTa, DistilBERT and ELECTRA checkpoints were trained with, or "gelu_approximate",
+    the tanh form of ALBERT's.
     `num_heads` heads of `head_dim` (default hidden_dim // num_heads; a pruned layer has
     fewer heads of the unpruned size, see `BertSelfAttention`).
     """
@@ -29,9 +31,13 @@ class TransformerBlock(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         head_dim=None,
+        activation="gelu",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if activation not in FEED_FORWARD_ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(FEED_FORWARD_ACTIVATIONS)}, "
+                             f"got {activation!r}.")
         self.num_heads = num_heads
         self.hidden_dim = hidden_dim
         self.intermediate_dim = intermediate_dim
@@ -39,6 +45,8 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.head_dim = head_dim
+        self.activation = activation
+        self._activation = FEED_FORWARD_ACTIVATIONS[activation]
 
         initializer = BertInitializer(stddev=initializer_range)
         policy = self.dtype_policy
@@ -76,7 +84,7 @@ class TransformerBlock(keras.layers.Layer):
         if positions is not None:
             queries = gather_rows(x, positions)
         x = self._attention_sublayer(x, attention_mask, training, queries)  # [B, T or Q, H]
-        hidden = exact_gelu(self.intermediate_dense(x))  # [B, T or Q, I]
+        hidden = self._activation(self.intermediate_dense(x))  # [B, T or Q, I]
         hidden = self.output_dense(hidden)
         return self.output_layer_norm(x + self.output_dropout(hidden, training=training))
 
@@ -92,7 +100,7 @@ class TransformerBlock(keras.layers.Layer):
         x = ops.convert_to_tensor(x, dtype=self.compute_dtype)
         if attention_mask is not None:
             attention_mask = ops.convert_to_tensor(attention_mask)
-        return exact_gelu(self.intermediate_dense(
+        return self._activation(self.intermediate_dense(
             self._attention_sublayer(x, attention_mask, training=False)))
 
     def compute_output_shape(self, x_shape, attention_mask_shape=None, positions_shape=None):
@@ -110,5 +118,6 @@ class TransformerBlock(keras.layers.Layer):
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
             head_dim=self.head_dim,
+            activation=self.activation,
         )
         return config

@@ -1,6 +1,8 @@
-"""BertEncoder: the BERT backbone (embeddings, N transformer blocks, tanh pooler)."""
+"""BertEncoder: the BERT backbone (embeddings, N transformer blocks, pooler), configured per
+family (RoBERTa, XLM-R, DistilBERT, ELECTRA, ALBERT: see `families.py`)."""
 
 import numbers
+from typing import NamedTuple
 
 import keras
 from keras import ops
@@ -16,7 +18,28 @@ def _attention_mask(padding_mask):
     return ops.cast(padding_mask, "bool")[:, None, None, :]
 
 
-def _encode(embeddings, blocks, pooler, inputs, rows=None, training=None):
+class EncoderParts(NamedTuple):
+    """The layers of an encoder and the order they run in: what `_encode` computes with
+    (the functional graph is built from it before the model exists)."""
+
+    embeddings: keras.layers.Layer
+    embedding_projection: object  # Dense E -> H, or None
+    blocks: list  # the distinct transformer blocks (shared ones once)
+    layer_blocks: list  # per layer, the indices into `blocks` it runs, in order
+    pooler: keras.layers.Layer
+
+
+def layer_schedule(num_layers, num_layer_groups=None, layers_per_group=1):
+    """For each of `num_layers` layers, the blocks it runs: its own block without sharing,
+    else ALBERT's group int(i / (num_layers / num_layer_groups)), whose `layers_per_group`
+    blocks run one after the other (transformers' AlbertTransformer)."""
+    if num_layer_groups is None:
+        return [[index] for index in range(num_layers)]
+    return [[int(index / (num_layers / num_layer_groups)) * layers_per_group + inner
+             for inner in range(layers_per_group)] for index in range(num_layers)]
+
+
+def _encode(parts, inputs, rows=None, training=None, before_block=None):
     """The encoder's forward pass: the functional graph, `encode_at` and distillation (which
     reads the hidden states) are this call.
 
@@ -24,23 +47,36 @@ def _encode(embeddings, blocks, pooler, inputs, rows=None, training=None):
     those rows (see `TransformerBlock.call`).
     training: None follows the caller (Keras' call context); a bool sets it for every layer
     here and for the layers the caller runs next (Keras keeps it in the context).
-    Returns (output [B, T or R, H], pooled [B, H], hidden states: the embedding output and
-    every block's output, the last one only at `rows` when given).
+    before_block: None, or f(block index, its input [B, T, H], attention mask) called before
+        every block runs (pruning's activation statistics).
+    Returns (output [B, T or R, H], pooled [B, H], hidden states: the embedding output (after
+    the projection) and every block's output in the order they run (one per layer, but
+    `layers_per_group` per layer for ALBERT's groups, as transformers returns them), the last
+    one only at `rows` when given).
     """
     # An explicit training=None would reset the context (dropout off): pass only a bool.
     context = {} if training is None else {"training": training}
-    x = embeddings(inputs["token_ids"], inputs["segment_ids"], **context)  # [B, T, H]
+    x = parts.embeddings(inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"],
+                         **context)  # [B, T, E]
+    if parts.embedding_projection is not None:
+        x = parts.embedding_projection(x)  # [B, T, H]
     attention_mask = _attention_mask(inputs["padding_mask"])
     hidden_states = [x]
-    for index, block in enumerate(blocks):
-        if rows is not None and index == len(blocks) - 1:
-            x = block(x, attention_mask, positions=rows)  # [B, R, H]
-        else:
-            x = block(x, attention_mask)
-        hidden_states.append(x)
-    if rows is not None and not blocks:  # nothing to skip: the rows are the embeddings'
+    last = (len(parts.layer_blocks) - 1, len(parts.layer_blocks[-1]) - 1) if parts.layer_blocks \
+        else None
+    for layer, block_indices in enumerate(parts.layer_blocks):
+        for step, index in enumerate(block_indices):
+            block = parts.blocks[index]
+            if before_block is not None:
+                before_block(index, x, attention_mask)
+            if rows is not None and (layer, step) == last:
+                x = block(x, attention_mask, positions=rows)  # [B, R, H]
+            else:
+                x = block(x, attention_mask)
+            hidden_states.append(x)
+    if rows is not None and last is None:  # nothing to skip: the rows are the embeddings'
         x = gather_rows(x, rows)
-    return x, pooler(x[:, 0, :]), hidden_states
+    return x, parts.pooler(x[:, 0, :]), hidden_states
 
 
 def _per_layer(name, sizes, num_layers):
@@ -52,15 +88,50 @@ def _per_layer(name, sizes, num_layers):
                          f"(one per transformer layer), got {sizes!r}.")
     sizes = list(sizes)
     if len(sizes) != num_layers:
-        raise ValueError(f"{name} has {len(sizes)} entries but the encoder has "
-                         f"num_layers={num_layers}: give one size per layer (or None for the "
-                         f"same size in every layer).")
+        raise ValueError(f"{name} has {len(sizes)} entries but the encoder has {num_layers} "
+                         f"transformer blocks (num_layers, or num_layer_groups x "
+                         f"layers_per_group where layers are shared): give one size per "
+                         f"block (or None for the same size in every layer).")
     for index, size in enumerate(sizes):
         if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
             raise ValueError(f"{name}[{index}] is {size!r}: layer {index} needs a positive "
                              f"integer (every layer keeps at least one head and one "
                              f"feed-forward neuron).")
     return [int(size) for size in sizes]
+
+
+POOLER_ACTIVATIONS = ("tanh", "gelu", "relu")
+
+
+def _check_family_arguments(num_layers, num_segments, embedding_dim, position_offset,
+                            pooler_activation, num_layer_groups, layers_per_group):
+    def positive(value):
+        return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= 1
+
+    if isinstance(num_layers, bool) or not isinstance(num_layers, numbers.Integral) \
+            or num_layers < 0:
+        raise ValueError(f"num_layers must be a non-negative integer, got {num_layers!r}.")
+    if isinstance(num_segments, bool) or not isinstance(num_segments, numbers.Integral) \
+            or num_segments < 0:
+        raise ValueError(f"num_segments must be 0 (no segment embeddings, DistilBERT) or "
+                         f"more, got {num_segments!r}.")
+    if embedding_dim is not None and not positive(embedding_dim):
+        raise ValueError(f"embedding_dim must be None (embeddings as wide as hidden_dim) or a "
+                         f"positive integer (ALBERT: 128), got {embedding_dim!r}.")
+    if isinstance(position_offset, bool) or not isinstance(position_offset, numbers.Integral) \
+            or position_offset < 0:
+        raise ValueError(f"position_offset must be 0 (BERT) or a positive integer (RoBERTa: "
+                         f"2, its pad id + 1), got {position_offset!r}.")
+    if pooler_activation not in POOLER_ACTIVATIONS:
+        raise ValueError(f"pooler_activation must be one of {POOLER_ACTIVATIONS}, got "
+                         f"{pooler_activation!r}.")
+    if num_layer_groups is not None and not (
+            positive(num_layer_groups) and num_layer_groups <= num_layers):
+        raise ValueError(f"num_layer_groups must be None (no shared layers) or between 1 and "
+                         f"num_layers={num_layers} (ALBERT: 1), got {num_layer_groups!r}.")
+    if not positive(layers_per_group) or (num_layer_groups is None and layers_per_group != 1):
+        raise ValueError(f"layers_per_group must be a positive integer, and 1 unless "
+                         f"num_layer_groups is set; got {layers_per_group!r}.")
 
 
 def _check_model_parallel_split(heads, widths):
@@ -94,13 +165,14 @@ def _check_model_parallel_split(heads, widths):
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertEncoder(quantization.QuantizableModel, keras.Model):
-    """The BERT encoder as a functional Keras model.
+    """The BERT encoder as a functional Keras model, and its family's as configurations.
 
     Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask`, each [B, T] integers
     (`padding_mask` is 1 for real tokens, 0 for padding).
-    Outputs (a dict): `sequence_output` [B, T, H], `pooled_output` [B, H] (tanh dense on
-    [CLS]) and, when `return_hidden_states=True`, `hidden_states` [B, L + 1, T, H] —
-    the embedding output followed by every layer's output.
+    Outputs (a dict): `sequence_output` [B, T, H], `pooled_output` [B, H] (the pooler dense
+    on [CLS]) and, when `return_hidden_states=True`, `hidden_states` [B, L + 1, T, H] —
+    the embedding output followed by every layer's output (with ALBERT's `layers_per_group`
+    > 1, every block's: L x layers_per_group + 1, as transformers returns them).
 
     Example:
     >>> from keras_bert_suite import BertPreprocessor
@@ -121,6 +193,27 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
     ...                     layer_intermediate_dims=[64, 8])
     >>> tuple(small.transformer_layers[1].attention.qkv.kernel.shape)  # [H, 3, N', Dh]
     (32, 3, 1, 8)
+
+    The family (`keras_bert_suite.models.families` has each one's values):
+    * `embedding_dim`: embeddings E wide, then a dense projection E -> H (ALBERT, ELECTRA);
+      None: H wide, no projection.
+    * `num_segments=0`: no segment embeddings (DistilBERT); RoBERTa has one row.
+    * `position_offset`: RoBERTa's positions count real tokens from the padding mask, from
+      row `position_offset` (2) of a table of max_sequence_length + 2 rows.
+    * `activation`: the feed-forward GELU, "gelu" (exact erf) or "gelu_approximate" (tanh,
+      ALBERT).
+    * `pooler_activation`: "tanh" (BERT, ALBERT, RoBERTa's classification head), "gelu"
+      (ELECTRA's) or "relu" (DistilBERT's pre_classifier).
+    * `num_layer_groups`, `layers_per_group`: ALBERT's shared layers: layer i runs group
+      int(i / (num_layers / num_layer_groups)), a group being `layers_per_group` blocks.
+      `transformer_layers` then holds the distinct blocks, and `layer_num_heads` /
+      `layer_intermediate_dims` give one size per distinct block.
+
+    >>> albert = BertEncoder(vocabulary_size=100, num_layers=4, num_heads=2, hidden_dim=32,
+    ...                      intermediate_dim=64, embedding_dim=16, num_layer_groups=1,
+    ...                      activation="gelu_approximate")
+    >>> len(albert.transformer_layers), albert.layer_blocks
+    (1, [[0], [0], [0], [0]])
     """
 
     def __init__(
@@ -141,36 +234,55 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         dtype=None,
         layer_num_heads=None,
         layer_intermediate_dims=None,
+        embedding_dim=None,
+        position_offset=0,
+        activation="gelu",
+        pooler_activation="tanh",
+        num_layer_groups=None,
+        layers_per_group=1,
         **kwargs,
     ):
-        layer_num_heads = _per_layer("layer_num_heads", layer_num_heads, num_layers)
+        _check_family_arguments(num_layers, num_segments, embedding_dim, position_offset,
+                                pooler_activation, num_layer_groups, layers_per_group)
+        schedule = layer_schedule(num_layers, num_layer_groups, layers_per_group)
+        num_blocks = num_layers if num_layer_groups is None else num_layer_groups * layers_per_group
+        layer_num_heads = _per_layer("layer_num_heads", layer_num_heads, num_blocks)
         layer_intermediate_dims = _per_layer(
-            "layer_intermediate_dims", layer_intermediate_dims, num_layers)
-        heads = layer_num_heads or [num_heads] * num_layers
-        widths = layer_intermediate_dims or [intermediate_dim] * num_layers
+            "layer_intermediate_dims", layer_intermediate_dims, num_blocks)
+        heads = layer_num_heads or [num_heads] * num_blocks
+        widths = layer_intermediate_dims or [intermediate_dim] * num_blocks
         if hidden_dim % num_heads:
             raise ValueError(
                 f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads}).")
         head_dim = hidden_dim // num_heads
         _check_model_parallel_split(heads, widths)
         policy = keras.dtype_policies.get(dtype) if dtype is not None else None
+        initializer = BertInitializer(stddev=initializer_range)
         embeddings = BertEmbeddings(
-            vocabulary_size, max_sequence_length, num_segments, hidden_dim, dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
+            vocabulary_size, max_sequence_length, num_segments, embedding_dim or hidden_dim,
+            dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range, position_offset=position_offset,
             dtype=policy, name="embeddings")
+        projection = None
+        if embedding_dim is not None:  # ALBERT / ELECTRA: narrower embeddings, then E -> H
+            projection = keras.layers.Dense(
+                hidden_dim, kernel_initializer=initializer, dtype=policy,
+                name="embedding_projection")
         blocks = [
             TransformerBlock(
                 heads[i], hidden_dim, widths[i], dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
                 # the unpruned head size (None keeps an unpruned block's config as it was)
                 head_dim=None if heads[i] == num_heads else head_dim,
-                dtype=policy, name=f"transformer_layer_{i}")
-            for i in range(num_layers)
+                activation=activation, dtype=policy, name=f"transformer_layer_{i}")
+            for i in range(num_blocks)
         ]
+        # The pooler is also where a family's classification head starts: RoBERTa's and
+        # ELECTRA's dense + tanh / GELU on <s>, DistilBERT's pre_classifier + ReLU.
         pooler = keras.layers.Dense(
-            hidden_dim, activation="tanh",
-            kernel_initializer=BertInitializer(stddev=initializer_range),
+            hidden_dim, activation=pooler_activation, kernel_initializer=initializer,
             dtype=policy, name="pooler")
+        parts = EncoderParts(embeddings, projection, blocks, schedule, pooler)
 
         # === Functional graph ===
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
@@ -178,7 +290,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
         inputs = {"token_ids": token_ids, "segment_ids": segment_ids,
                   "padding_mask": padding_mask}
-        x, pooled, hidden_states = _encode(embeddings, blocks, pooler, inputs)
+        x, pooled, hidden_states = _encode(parts, inputs)
         outputs = {"sequence_output": x, "pooled_output": pooled}
         if return_hidden_states:
             outputs["hidden_states"] = ops.stack(hidden_states, axis=1)  # [B, L + 1, T, H]
@@ -190,8 +302,10 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         )
 
         self.embeddings = embeddings
+        self.embedding_projection = projection
         self.transformer_layers = blocks
         self.pooler = pooler
+        self.layer_blocks = schedule
         self.vocabulary_size = vocabulary_size
         self.num_layers = num_layers
         self.num_heads = num_heads
@@ -205,9 +319,33 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         self.return_hidden_states = return_hidden_states
         self.layer_num_heads = layer_num_heads
         self.layer_intermediate_dims = layer_intermediate_dims
+        self.embedding_dim = embedding_dim
+        self.position_offset = position_offset
+        self.activation = activation
+        self.pooler_activation = pooler_activation
+        self.num_layer_groups = num_layer_groups
+        self.layers_per_group = layers_per_group
         self.lora_rank = self.lora_alpha = None
         if lora_rank is not None:
             self.enable_lora(lora_rank, lora_alpha)
+
+    @property
+    def parts(self):
+        """The encoder's layers and their order (`EncoderParts`), for code that runs the
+        forward pass itself (distillation reads every layer's hidden state)."""
+        return EncoderParts(self.embeddings, self.embedding_projection,
+                            self.transformer_layers, self.layer_blocks, self.pooler)
+
+    def encode(self, inputs, training=None, before_block=None):
+        """(sequence output [B, T, H], pooled output [B, H], hidden states: the embedding
+        output and every layer's output), from one forward pass; `before_block(index, x,
+        attention_mask)` sees each block's input (shared blocks once per run)."""
+        return _encode(self.parts, inputs, training=training, before_block=before_block)
+
+    def block_at(self, layer):
+        """The transformer block that layer `layer` (0-based) runs first (ALBERT's layers
+        share their group's blocks)."""
+        return self.transformer_layers[self.layer_blocks[layer][0]]
 
     def encode_at(self, inputs, positions):
         """The last layer's output at `positions` only, computed at those rows only.
@@ -221,8 +359,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         """
         positions = ops.cast(positions, "int32")
         with_cls = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
-        rows, pooled, _ = _encode(self.embeddings, self.transformer_layers, self.pooler,
-                                  inputs, rows=with_cls)  # rows: [B, 1 + Q, H], [CLS] first
+        rows, pooled, _ = _encode(self.parts, inputs, rows=with_cls)  # rows: [B, 1 + Q, H], [CLS] first
         return {"gathered_output": rows[:, 1:], "pooled_output": pooled}
 
     @property
@@ -307,6 +444,12 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
             "lora_alpha": self.lora_alpha,
             "layer_num_heads": self.layer_num_heads,
             "layer_intermediate_dims": self.layer_intermediate_dims,
+            "embedding_dim": self.embedding_dim,
+            "position_offset": self.position_offset,
+            "activation": self.activation,
+            "pooler_activation": self.pooler_activation,
+            "num_layer_groups": self.num_layer_groups,
+            "layers_per_group": self.layers_per_group,
             **quantization.record(self),
         }
 

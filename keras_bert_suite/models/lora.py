@@ -11,6 +11,8 @@ import math
 
 import keras
 
+from keras_bert_suite.models.find_encoder import find_encoder
+
 # (name in error messages, the projection) of each transformer layer.
 PROJECTIONS = {
     "attention/qkv": lambda block: block.attention.qkv,
@@ -67,35 +69,13 @@ def without_lora(model):
     """`model` (an encoder or a task) with each W + alpha / r A B folded into a plain kernel,
     as a new model without adapters; `model` itself when it has none. The copy computes the
     same function at the cost of the model without LoRA: exports serve it."""
-    encoder = model if hasattr(model, "transformer_layers") else getattr(model, "encoder", None)
+    from keras_bert_suite.models.rebuild import rebuild, weight_arrays
+
+    encoder = find_encoder(model)
     if getattr(encoder, "lora_rank", None) is None:  # no adapters (or not one of our models)
         return model
-    config = model.get_config()
-    (config if model is encoder else config["encoder"]["config"]).update(
-        lora_rank=None, lora_alpha=None)
-    preprocessor = getattr(model, "preprocessor", None)
-    if "preprocessor" in config:
-        config["preprocessor"] = None  # shared, not rebuilt
-    copy = type(model).from_config(config)
-    merged = {id(layer._kernel): layer.kernel for _, layer in projections(encoder)}
-    adapters = {id(v) for _, layer in projections(encoder)
-                for v in (layer.lora_kernel_a, layer.lora_kernel_b)}
-    sources = [variable for variable in model.weights if id(variable) not in adapters]
-    targets = copy.weights
-    if len(sources) != len(targets):
-        raise RuntimeError(f"Merging LoRA: {len(sources)} weights besides the adapters but "
-                           f"{len(targets)} in the merged model.")
-    for source, target in zip(sources, targets):
-        value = merged.get(id(source), source)
-        if tuple(value.shape) != tuple(target.shape):
-            raise RuntimeError(f"Merging LoRA: '{source.path}' {tuple(value.shape)} does not "
-                               f"fit '{target.path}' {tuple(target.shape)}.")
-        # A copy: on JAX the source's own array would be shared, and a jitted step of either
-        # model donates (deletes) it under the other.
-        target.assign(keras.ops.convert_to_numpy(keras.ops.cast(value, target.dtype)).copy())
-    if preprocessor is not None:
-        copy.preprocessor = preprocessor
-    return copy
+    # weight_map() reads each adapted kernel merged; the adapters are outside the table.
+    return rebuild(model, {"lora_rank": None, "lora_alpha": None}, weight_arrays(encoder))
 
 
 def parameter_count(variables):

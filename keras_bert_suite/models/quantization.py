@@ -59,7 +59,9 @@ class QuantizableModel:
         'int8'
         """
         check_mode(mode, type(self).__name__)
-        encoder = self if hasattr(self, "transformer_layers") else self.encoder
+        from keras_bert_suite.models.find_encoder import encoder_of
+
+        encoder = encoder_of(self, "quantize")
         if encoder.lora_rank is not None:
             raise ValueError(
                 f"{type(self).__name__}.quantize: the encoder has LoRA adapters; quantize the "

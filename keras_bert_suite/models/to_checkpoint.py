@@ -22,12 +22,13 @@ import logging
 import keras
 import numpy as np
 
-from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
+from keras_bert_suite.checkpoints.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.google_bert_writer import write_google_bert
 from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
 from keras_bert_suite.checkpoints.huggingface import TASK_ARCHITECTURES
 from keras_bert_suite.checkpoints.keras_hub import CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub
+from keras_bert_suite.models.find_encoder import encoder_of
 
 # Task model -> (its transformers class, its head's module there); the head's Dense layer is
 # the task's `head_layer`.
@@ -166,9 +167,10 @@ def _exportable_name(model, function):
 def _config_and_weights(model, function):
     """(BertEncoder arguments, {canonical name: float32 array}: the encoder's, and the
     pretraining heads' for a BertPretrainer)."""
-    encoder = model if type(model).__name__ == "BertEncoder" else model.encoder
+    encoder = encoder_of(model, function)
     _refuse_per_layer_sizes(encoder, function)
     config = {key: encoder.get_config()[key] for key in ENCODER_CONFIG_KEYS}
+    _refuse_other_families(config, function)
     variables = model.weight_map() if type(model).__name__ == "BertPretrainer" else (
         encoder.weight_map())
     return config, {key: _numpy(variable) for key, variable in variables.items()}
@@ -187,6 +189,21 @@ def _refuse_per_layer_sizes(encoder, function):
             f"{function}: this encoder is pruned ({described}), and that format has one "
             f"head count and one feed-forward width for every layer. Save it in one of our "
             f"formats, which hold per-layer sizes: save_to_preset / save_preset (a preset "
+            f"directory), model.save('model.keras'), or export_saved_model for serving.")
+
+
+def _refuse_other_families(config, function):
+    """These writers hold BERT's architecture: an encoder with another family's arguments
+    (RoBERTa's positions, ALBERT's shared layers, ...) would be written wrong, so it is
+    refused with what differs."""
+    differs = {key: config[key] for key, bert in BERT_FAMILY_DEFAULTS.items()
+               if config[key] != bert}
+    if differs:
+        described = ", ".join(f"{key}={value!r}" for key, value in differs.items())
+        raise ValueError(
+            f"{function} writes BERT's architecture, and this encoder has another family's "
+            f"arguments ({described}) that the format cannot hold. Save it in one of our "
+            f"formats, which hold every family: save_to_preset / save_preset (a preset "
             f"directory), model.save('model.keras'), or export_saved_model for serving.")
 
 

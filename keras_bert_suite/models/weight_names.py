@@ -23,6 +23,7 @@ _MODULES = {
         lambda encoder: float_embeddings(encoder.embeddings.segment_embedding),
     "embeddings/position_embedding": lambda encoder: encoder.embeddings.position_embedding,
     "embeddings/layer_norm": lambda encoder: encoder.embeddings.layer_norm,
+    "embeddings/projection": lambda encoder: encoder.embedding_projection,
     "attention/qkv": lambda block: block.attention.qkv,
     "attention/output": lambda block: block.attention.output_dense,
     "attention_layer_norm": lambda block: block.attention_layer_norm,
@@ -40,7 +41,7 @@ _MODULES = {
 def encoder_variables(encoder):
     """{canonical encoder weight name: keras.Variable} in the table's order."""
     layers = encoder.transformer_layers
-    return _variables(weight_table.encoder_weights(num_layers=len(layers)),
+    return _variables(weight_table.encoder_weights(encoder.get_config(), shapes=False),
                       lambda weight: encoder if weight.layer is None else layers[weight.layer])
 
 

@@ -112,14 +112,16 @@ def neuron_importance(model, calibration_data=None, batch_size=32, verbose="auto
     batches = list(encoder_batches(x, batch_size))
     progress = _progress(len(batches), "batch", verbose)
     for inputs in batches:
-        hidden = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"])  # [B, T, H]
         real = ops.cast(inputs["padding_mask"], "float32")[:, :, None]  # [B, T, 1]
-        mask = ops.cast(inputs["padding_mask"], "bool")[:, None, None, :]  # [B, 1, 1, T]
-        for index, block in enumerate(blocks):
-            activations = ops.cast(block.intermediate_activations(hidden, mask), "float32")
+
+        def record(index, hidden, mask):  # hidden: block `index`'s input [B, T, H]
+            activations = ops.cast(blocks[index].intermediate_activations(hidden, mask),
+                                   "float32")
             totals[index] += keras.ops.convert_to_numpy(
                 ops.sum(ops.abs(activations) * real, axis=(0, 1)))  # [I]
-            hidden = block(hidden, mask)
+
+        encoder.encode({name: ops.convert_to_tensor(inputs[name]) for name in inputs},
+                       training=False, before_block=record)
         tokens += float(np.sum(inputs["padding_mask"]))
         progress.add(1)
     return [total / max(tokens, 1.0) * norm for total, norm in zip(totals, out_norms)]

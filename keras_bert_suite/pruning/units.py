@@ -4,18 +4,12 @@ arguments validated with errors that say what was wrong and how to fix it."""
 
 import numbers
 
-from keras_bert_suite.models.encoder import BertEncoder
+from keras_bert_suite.models import find_encoder
 
 
 def encoder_of(model):
     """`model` itself when it is a BertEncoder, else the encoder of one of our task models."""
-    if isinstance(model, BertEncoder):
-        return model
-    encoder = getattr(model, "encoder", None)
-    if isinstance(encoder, BertEncoder):
-        return encoder
-    raise ValueError(f"Pruning takes a BertEncoder or one of our task models (BertClassifier, "
-                     f"...), got {type(model).__name__}.")
+    return find_encoder.encoder_of(model, "Pruning")
 
 
 def head_counts(encoder):

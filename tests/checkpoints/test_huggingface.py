@@ -19,7 +19,9 @@ def test_minilm_config_vocabulary_and_fused_qkv(minilm_checkpoint, minilm_tensor
     assert checkpoint.config == {
         "vocabulary_size": 30522, "num_layers": 6, "num_heads": 12, "hidden_dim": 384,
         "intermediate_dim": 1536, "max_sequence_length": 512, "num_segments": 2,
-        "dropout": 0.1, "layer_norm_epsilon": 1e-12, "initializer_range": 0.02}
+        "dropout": 0.1, "layer_norm_epsilon": 1e-12, "initializer_range": 0.02,
+        "embedding_dim": None, "position_offset": 0, "activation": "gelu",
+        "pooler_activation": "tanh", "num_layer_groups": None, "layers_per_group": 1}
     assert checkpoint.lowercase is True
     assert checkpoint.vocabulary_path == os.path.join(minilm_dir, "vocab.txt")
     # [H, 3, N, Dh]: query | key | value, then heads; each transposed from torch's [out, in],
@@ -89,9 +91,10 @@ def test_cased_tokenizer_config_and_config_only(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"model_type": "roberta"}, "model_type 'roberta' is not supported"),
+    ({"model_type": "gpt2"}, "model_type 'gpt2' is not supported; BertEncoder loads the "
+                             "BERT family: bert, roberta, xlm-roberta, distilbert, electra"),
     ({"hidden_act": "relu"}, "hidden_act 'relu' is not supported"),
-    ({"hidden_act": "gelu_new"}, "hidden_act 'gelu_new' is not supported"),
+    ({"hidden_act": "silu"}, "hidden_act 'silu' is not supported"),
     ({"position_embedding_type": "relative_key"},
      "position_embedding_type 'relative_key' is not supported"),
 ])

@@ -6,7 +6,7 @@ from keras_bert_suite import BertEncoder, BertTokenizer
 from keras_bert_suite.checkpoints import (
     PRESETS, UnknownCheckpointFormatError, UnknownPresetError, list_presets, resolve_checkpoint)
 
-FORMATS = ("keras_bert_suite preset directory", "Hugging Face BERT directory",
+FORMATS = ("keras_bert_suite preset directory", "Hugging Face BERT-family directory",
            "original Google BERT checkpoint", "KerasHub BertBackbone preset")
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from keras_bert_suite import BertEncoder
 from keras_bert_suite.checkpoints import bert_layout, keras_hub, load_checkpoint, weight_table
+from keras_bert_suite.families import families
 from keras_bert_suite.models import weight_names
 from tests.checkpoints.checkpoint_writers import (
     bert_config_json, google_head_variables, google_variables, write_google_dir)
@@ -20,12 +21,18 @@ def _shapes(weights):
 
 
 def test_every_map_names_exactly_the_table():
-    """A misspelled or stale entry in a per-format map cannot hide: the keys are the table's."""
-    assert set(bert_layout.MODULES) == set(weight_table.modules())
+    """A misspelled or stale entry in a per-format map cannot hide: the keys are the table's
+    (BERT's tree and KerasHub's BERT have everything but the embedding projection)."""
+    projection = {"embeddings/projection"}
+    assert set(bert_layout.MODULES) == set(weight_table.modules()) - projection
     assert set(weight_names._MODULES) == set(weight_table.modules())
     encoder_templates = {*weight_table.EMBEDDING_WEIGHTS, *weight_table.LAYER_WEIGHTS,
                          *weight_table.POOLER_WEIGHTS}
-    assert set(keras_hub.KERAS_HUB_NAMES) == encoder_templates
+    assert set(keras_hub.KERAS_HUB_NAMES) == {
+        template for template in encoder_templates if not template.startswith(
+            "embeddings/projection/")}
+    for family in families():
+        assert set(family.tree.modules) <= set(weight_table.modules()), family.name
 
 
 def test_table_shapes_follow_the_config():
@@ -33,8 +40,8 @@ def test_table_shapes_follow_the_config():
               "intermediate_dim": 16, "max_sequence_length": 16, "num_segments": 2}
     shapes = weight_table.encoder_weight_shapes(config)
 
-    assert len(shapes) == len(weight_table.EMBEDDING_WEIGHTS) + 2 * len(
-        weight_table.LAYER_WEIGHTS) + len(weight_table.POOLER_WEIGHTS)
+    assert len(shapes) == len(weight_table.EMBEDDING_WEIGHTS) - 2 + 2 * len(
+        weight_table.LAYER_WEIGHTS) + len(weight_table.POOLER_WEIGHTS)  # no projection
     assert shapes["embeddings/token_embedding"] == (50, 8)
     assert shapes["layer_1/attention/qkv/kernel"] == (8, 3, 2, 4)
     assert shapes["layer_1/intermediate/kernel"] == (8, 16)
@@ -43,6 +50,27 @@ def test_table_shapes_follow_the_config():
     encoder = BertEncoder(**config)
     assert _shapes(encoder.weight_map()) == shapes
     assert list(encoder.weight_map()) == list(shapes)  # checkpoint order too
+
+
+def test_table_shapes_follow_a_family_config():
+    """ALBERT-like (E-wide embeddings + projection, 4 layers sharing 2 groups of 2 blocks)
+    without segments and with RoBERTa's position offset: the table and the model agree."""
+    config = {"vocabulary_size": 50, "num_layers": 4, "num_heads": 2, "hidden_dim": 8,
+              "intermediate_dim": 16, "max_sequence_length": 16, "num_segments": 0,
+              "embedding_dim": 6, "position_offset": 2, "num_layer_groups": 2,
+              "layers_per_group": 2}
+    shapes = weight_table.encoder_weight_shapes(config)
+    assert "embeddings/segment_embedding" not in shapes
+    assert shapes["embeddings/token_embedding"] == (50, 6)
+    assert shapes["embeddings/position_embedding"] == (18, 6)  # 16 + the offset's 2 rows
+    assert shapes["embeddings/layer_norm/gamma"] == (6,)
+    assert shapes["embeddings/projection/kernel"] == (6, 8)
+    assert "layer_3/output/kernel" in shapes and "layer_4/output/kernel" not in shapes
+    assert weight_table.head_weight_shapes("mlm", config)["mlm/transform/kernel"] == (8, 6)
+    encoder = BertEncoder(**config)
+    assert encoder.layer_blocks == [[0, 1], [0, 1], [2, 3], [2, 3]]
+    assert _shapes(encoder.weight_map()) == shapes
+    assert list(encoder.weight_map()) == list(shapes)
 
 
 @pytest.mark.real

@@ -87,8 +87,8 @@ def test_parameter_count_of_per_layer_sizes():
 
 
 @pytest.mark.parametrize("arguments, message", [
-    ({"layer_num_heads": [4, 4]}, r"layer_num_heads has 2 entries but the encoder has "
-                                  r"num_layers=3"),
+    ({"layer_num_heads": [4, 4]}, r"layer_num_heads has 2 entries but the encoder has 3 "
+                                  r"transformer blocks"),
     ({"layer_num_heads": [4, 0, 2]}, r"layer_num_heads\[1\] is 0: layer 1 needs a positive"),
     ({"layer_intermediate_dims": [32, 2.5, 1]}, r"layer_intermediate_dims\[1\] is 2.5"),
     ({"layer_intermediate_dims": [32, True, 1]}, r"layer_intermediate_dims\[1\] is True"),

@@ -1,0 +1,46 @@
+"""The BERT family, one record per family: what differs from BERT is configuration.
+
+Each family is the same post-LayerNorm encoder (`BertEncoder`) with its own embeddings,
+activation, layer sharing and pooler (the encoder's family arguments), and its own
+checkpoint names. A `Family` holds what a new family has to say; nothing else in the library
+(LoRA, quantization, pruning, distillation, export) names a family.
+
+>>> from keras_bert_suite.families import family_of_model_type
+>>> family_of_model_type("xlm-roberta").name
+'roberta'
+"""
+
+from typing import Callable, NamedTuple
+
+from keras_bert_suite.checkpoints.bert_layout import ModuleTree
+
+
+class Family(NamedTuple):
+    """name: the family's name ("roberta").
+    model_types: transformers' `model_type` values of its checkpoints ("roberta", ...).
+    prefix: the base model's module prefix in transformers' task models ("roberta.").
+    tree: where transformers keeps the weight table's modules (`bert_layout.ModuleTree`).
+    encoder_config: (transformers config.json as a dict, its path) -> BertEncoder arguments.
+    """
+
+    name: str
+    model_types: tuple
+    prefix: str
+    tree: ModuleTree
+    encoder_config: Callable
+
+
+def families():
+    """Every family, BERT first."""
+    from keras_bert_suite.families import albert, bert, distilbert, electra, roberta
+
+    return [bert.FAMILY, roberta.FAMILY, distilbert.FAMILY, electra.FAMILY, albert.FAMILY]
+
+
+def family_of_model_type(model_type):
+    """The family whose transformers checkpoints carry `model_type`, else None."""
+    return next((family for family in families() if model_type in family.model_types), None)
+
+
+def supported_model_types():
+    return [model_type for family in families() for model_type in family.model_types]

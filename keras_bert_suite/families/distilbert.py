@@ -1,0 +1,50 @@
+"""DistilBERT (Sanh et al. 2019): no segment embeddings, no pooler (its classification head,
+pre_classifier -> ReLU -> classifier, is the pooler with a ReLU + a classifier), and its own
+module names."""
+
+from keras_bert_suite.checkpoints.bert_config import feed_forward_activation, \
+    BERT_FAMILY_DEFAULTS
+from keras_bert_suite.checkpoints.bert_layout import ModuleTree
+from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
+from keras_bert_suite.families import Family
+
+
+def encoder_config(hf_json, config_file):
+    required = ("vocab_size", "dim", "n_layers", "n_heads", "hidden_dim")
+    missing = [key for key in required if key not in hf_json]
+    if missing:
+        raise UnsupportedCheckpointError(f"{config_file} lacks the DistilBERT keys {missing}.")
+    return {
+        "vocabulary_size": hf_json["vocab_size"],
+        "num_layers": hf_json["n_layers"],
+        "num_heads": hf_json["n_heads"],
+        "hidden_dim": hf_json["dim"],
+        "intermediate_dim": hf_json["hidden_dim"],
+        "max_sequence_length": hf_json.get("max_position_embeddings", 512),
+        "num_segments": 0,
+        "dropout": hf_json.get("dropout", 0.1),
+        "layer_norm_epsilon": 1e-12,  # transformers' DistilBERT hard-wires it
+        "initializer_range": hf_json.get("initializer_range", 0.02),
+        **BERT_FAMILY_DEFAULTS,
+        "activation": feed_forward_activation(hf_json.get("activation", "gelu"), config_file),
+        "pooler_activation": "relu",
+    }
+
+
+TREE = ModuleTree(
+    {
+        "embeddings/token_embedding": "embeddings.word_embeddings",
+        "embeddings/position_embedding": "embeddings.position_embeddings",
+        "embeddings/layer_norm": "embeddings.LayerNorm",
+        "attention/qkv": "attention",  # three modules: .q_lin, .k_lin, .v_lin
+        "attention/output": "attention.out_lin",
+        "attention_layer_norm": "sa_layer_norm",
+        "intermediate": "ffn.lin1",
+        "output": "ffn.lin2",
+        "output_layer_norm": "output_layer_norm",
+    },
+    layer_path=lambda index, config: f"transformer.layer.{index}",
+    qkv=("q_lin", "k_lin", "v_lin"),
+    group_pattern=r"(?:^|\.)transformer\.layer\.(\d+)\.")
+FAMILY = Family(name="distilbert", model_types=("distilbert",), prefix="distilbert.",
+                tree=TREE, encoder_config=encoder_config)

@@ -1,0 +1,87 @@
+"""Every family's encoder, read from a transformers checkpoint, computes transformers'
+numbers on every backend: the last layer, every layer's hidden state and (where the family
+has one) the pooler, on real sentences with padding; the TensorFlow serving graph of the
+same encoder computes them too (float32), and close to them in bfloat16 and int8."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_suite import BertEncoder
+from keras_bert_suite.export.serving_encoder import ServingEncoder
+from tests.conftest import to_numpy
+from tests.families.conftest import FAMILY_CONFIGS, family_inputs
+from tests.numerics import assert_close
+
+# Ours vs torch: other kernels and summation order (measured up to 5e-7 relative here); a
+# wrong position, activation or shared block moves outputs by > 1e-2.
+RTOL, ATOL = 1e-4, 1e-5
+# (the config our reader must produce for it): the family's arguments of BertEncoder.
+EXPECTED_FAMILY_ARGUMENTS = {
+    "bert": dict(embedding_dim=None, position_offset=0, num_segments=2, activation="gelu",
+                 pooler_activation="tanh", num_layer_groups=None),
+    "roberta": dict(embedding_dim=None, position_offset=2, num_segments=1,
+                    max_sequence_length=40, layer_norm_epsilon=1e-5, pooler_activation="tanh"),
+    "xlm-roberta": dict(position_offset=2, num_segments=1, layer_norm_epsilon=1e-5),
+    "distilbert": dict(num_segments=0, pooler_activation="relu", activation="gelu"),
+    "electra": dict(embedding_dim=16, pooler_activation="gelu", num_layer_groups=None),
+    "albert": dict(embedding_dim=16, num_layer_groups=1, layers_per_group=1,
+                   activation="gelu_approximate", pooler_activation="tanh"),
+    "albert-shared-groups": dict(num_layers=4, num_layer_groups=2, layers_per_group=2),
+}
+
+
+def _reference(directory, inputs):
+    import torch
+    import transformers
+
+    model = transformers.AutoModel.from_pretrained(directory).eval()
+    arguments = {"input_ids": torch.from_numpy(inputs["token_ids"]).long(),
+                 "attention_mask": torch.from_numpy(inputs["padding_mask"]).long()}
+    if getattr(model.config, "type_vocab_size", 0) > 1:
+        arguments["token_type_ids"] = torch.from_numpy(inputs["segment_ids"]).long()
+    with torch.no_grad():
+        outputs = model(**arguments, output_hidden_states=True)
+    pooled = getattr(outputs, "pooler_output", None)
+    return {"sequence_output": outputs.last_hidden_state.numpy(),
+            "hidden_states": np.stack([h.numpy() for h in outputs.hidden_states], axis=1),
+            "pooled_output": None if pooled is None else pooled.numpy()}
+
+
+@pytest.mark.parametrize("name", list(FAMILY_CONFIGS))
+def test_encoder_computes_what_transformers_computes(name, family_checkpoints):
+    directory = family_checkpoints[name]
+    encoder = BertEncoder.from_preset(directory, return_hidden_states=True)
+    config = encoder.get_config()
+    for key, value in EXPECTED_FAMILY_ARGUMENTS[name].items():
+        assert config[key] == value, (key, config[key], value)
+    inputs = family_inputs(name)
+    expected = _reference(directory, inputs)
+    outputs = encoder(inputs)
+    for key in ("sequence_output", "hidden_states"):
+        assert_close(to_numpy(outputs[key]), expected[key], RTOL, ATOL, err_msg=key)
+    if expected["pooled_output"] is not None:  # DistilBERT and ELECTRA have no pooler
+        assert_close(to_numpy(outputs["pooled_output"]), expected["pooled_output"], RTOL,
+                     ATOL, err_msg="pooled_output")
+
+
+@pytest.mark.parametrize("name", ["roberta", "distilbert", "electra", "albert-shared-groups"])
+def test_serving_graph_computes_each_family(name, family_checkpoints):
+    """Positions from the padding mask, no segments, the projection, shared blocks and each
+    pooler activation in the TensorFlow graph exports serve."""
+    encoder = BertEncoder.from_preset(family_checkpoints[name], return_hidden_states=True)
+    inputs = family_inputs(name)
+    expected = {key: to_numpy(value) for key, value in encoder(inputs).items()}
+    tensors = {key: tf.constant(value) for key, value in inputs.items()}
+    got = ServingEncoder(encoder)(tensors)
+    assert sorted(got) == sorted(expected)
+    for key, value in expected.items():
+        assert_close(got[key].numpy(), value, RTOL, ATOL, err_msg=key)
+    real = inputs["padding_mask"].astype(bool)
+    for precision, bound in (("bfloat16", 0.999), ("int8", 0.995)):
+        reduced = ServingEncoder(encoder, precision)(tensors)["sequence_output"].numpy()[real]
+        exact = expected["sequence_output"][real]
+        cosine = np.sum(reduced * exact, -1) / (
+            np.linalg.norm(reduced, axis=-1) * np.linalg.norm(exact, axis=-1))
+        assert cosine.min() >= bound, (precision, cosine.min())
+        assert np.abs(reduced - exact).max() > 1e-5, precision  # the reduced kernels ran
