@@ -61,3 +61,28 @@ def encoder_config(bert_json, config_file):
         **BERT_FAMILY_DEFAULTS,
         "activation": activation,
     }
+
+
+def bert_json(config):
+    """BertConfig keys for BertEncoder arguments `config` (the inverse of `encoder_config`)."""
+    return {
+        "vocab_size": config["vocabulary_size"],
+        "hidden_size": config["hidden_dim"],
+        "num_hidden_layers": config["num_layers"],
+        "num_attention_heads": config["num_heads"],
+        "intermediate_size": config["intermediate_dim"],
+        "hidden_act": hidden_act(config.get("activation", "gelu")),
+        "hidden_dropout_prob": config["dropout"],
+        "attention_probs_dropout_prob": config["dropout"],
+        "max_position_embeddings": config["max_sequence_length"],
+        "type_vocab_size": config["num_segments"],
+        "initializer_range": config["initializer_range"],
+        "layer_norm_eps": config["layer_norm_epsilon"],
+        "position_embedding_type": "absolute",
+        "pad_token_id": 0,
+    }
+
+
+def hidden_act(activation):
+    """The encoder's `activation` as transformers' `hidden_act`."""
+    return {"gelu": "gelu", "gelu_approximate": "gelu_new"}[activation]

@@ -21,6 +21,9 @@ class Family(NamedTuple):
     prefix: the base model's module prefix in transformers' task models ("roberta.").
     tree: where transformers keeps the weight table's modules (`bert_layout.ModuleTree`).
     encoder_config: (transformers config.json as a dict, its path) -> BertEncoder arguments.
+    base_model: transformers' class of the encoder alone ("RobertaModel").
+    hf_config: BertEncoder arguments -> the family's config.json keys (the inverse of
+        `encoder_config`; `model_type` and `architectures` are the writer's).
     """
 
     name: str
@@ -28,6 +31,8 @@ class Family(NamedTuple):
     prefix: str
     tree: ModuleTree
     encoder_config: Callable
+    base_model: str
+    hf_config: Callable
 
 
 def families():
@@ -40,6 +45,20 @@ def families():
 def family_of_model_type(model_type):
     """The family whose transformers checkpoints carry `model_type`, else None."""
     return next((family for family in families() if model_type in family.model_types), None)
+
+
+def family_holding(config):
+    """The first family whose transformers config holds encoder `config` exactly: written
+    with its `hf_config` and read back, every architecture argument comes back unchanged.
+    None when no family can (e.g. RoBERTa's positions with ALBERT's shared layers)."""
+    from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
+
+    wanted = {key: config.get(key) for key in ENCODER_CONFIG_KEYS}
+    for family in families():
+        written = family.encoder_config(family.hf_config(config), "config.json")
+        if {key: written.get(key) for key in ENCODER_CONFIG_KEYS} == wanted:
+            return family
+    return None
 
 
 def supported_model_types():

@@ -2,6 +2,7 @@
 (layer i runs group int(i / (L / G)), a group being `inner_group_num` blocks), the tanh
 approximation of GELU and its own module names."""
 
+from keras_bert_suite.checkpoints.bert_config import bert_json
 from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
 from keras_bert_suite.checkpoints.bert_layout import ModuleTree
 from keras_bert_suite.families import Family
@@ -37,5 +38,11 @@ TREE = ModuleTree(
     },
     layer_path=_block_path,
     group_pattern=r"(?:^|\.)albert_layer_groups\.(\d+)\.")
+def hf_config(config):
+    return {**bert_json(config), "embedding_size": config["embedding_dim"],
+            "num_hidden_groups": config["num_layer_groups"],
+            "inner_group_num": config["layers_per_group"]}
+
+
 FAMILY = Family(name="albert", model_types=("albert",), prefix="albert.", tree=TREE,
-                encoder_config=encoder_config)
+                encoder_config=encoder_config, base_model="AlbertModel", hf_config=hf_config)

@@ -2,8 +2,8 @@
 pre_classifier -> ReLU -> classifier, is the pooler with a ReLU + a classifier), and its own
 module names."""
 
-from keras_bert_suite.checkpoints.bert_config import feed_forward_activation, \
-    BERT_FAMILY_DEFAULTS
+from keras_bert_suite.checkpoints.bert_config import (
+    BERT_FAMILY_DEFAULTS, feed_forward_activation, hidden_act)
 from keras_bert_suite.checkpoints.bert_layout import ModuleTree
 from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 from keras_bert_suite.families import Family
@@ -46,5 +46,17 @@ TREE = ModuleTree(
     layer_path=lambda index, config: f"transformer.layer.{index}",
     qkv=("q_lin", "k_lin", "v_lin"),
     group_pattern=r"(?:^|\.)transformer\.layer\.(\d+)\.")
+def hf_config(config):
+    return {"vocab_size": config["vocabulary_size"], "dim": config["hidden_dim"],
+            "n_layers": config["num_layers"], "n_heads": config["num_heads"],
+            "hidden_dim": config["intermediate_dim"],
+            "activation": hidden_act(config["activation"]), "dropout": config["dropout"],
+            "attention_dropout": config["dropout"],
+            "max_position_embeddings": config["max_sequence_length"],
+            "initializer_range": config["initializer_range"], "sinusoidal_pos_embds": False,
+            "pad_token_id": 0}
+
+
 FAMILY = Family(name="distilbert", model_types=("distilbert",), prefix="distilbert.",
-                tree=TREE, encoder_config=encoder_config)
+                tree=TREE, encoder_config=encoder_config, base_model="DistilBertModel",
+                hf_config=hf_config)

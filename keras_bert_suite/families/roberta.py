@@ -2,6 +2,7 @@
 counted from the padding mask past the pad id, one segment row, LayerNorm epsilon 1e-5. The
 classification head (dense -> tanh -> out_proj on <s>) is the pooler + a classifier."""
 
+from keras_bert_suite.checkpoints.bert_config import bert_json
 from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
 from keras_bert_suite.checkpoints.bert_layout import BERT_TREE
 from keras_bert_suite.families import Family
@@ -19,5 +20,12 @@ def encoder_config(hf_json, config_file):
     return config
 
 
+def hf_config(config):
+    offset = config["position_offset"]
+    return {**bert_json(config), "pad_token_id": offset - 1, "bos_token_id": 0,
+            "eos_token_id": 2, "max_position_embeddings": config["max_sequence_length"] + offset}
+
+
 FAMILY = Family(name="roberta", model_types=("roberta", "xlm-roberta"), prefix="roberta.",
-                tree=BERT_TREE, encoder_config=encoder_config)
+                tree=BERT_TREE, encoder_config=encoder_config, base_model="RobertaModel",
+                hf_config=hf_config)

@@ -28,6 +28,7 @@ from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
 from keras_bert_suite.checkpoints.huggingface import TASK_ARCHITECTURES
 from keras_bert_suite.checkpoints.keras_hub import CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub
+from keras_bert_suite.families import family_holding
 from keras_bert_suite.models.find_encoder import encoder_of
 
 # Task model -> (its transformers class, its head's module there); the head's Dense layer is
@@ -56,6 +57,12 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     """
     name = _exportable_name(model, "save_huggingface")
     config, weights = _config_and_weights(model, "save_huggingface")
+    family = _family(config, name)
+    if family.name != "bert":
+        tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
+        return write_huggingface(directory, config, weights, family.base_model,
+                                 vocabulary=tokens, family=family,
+                                 lowercase=tokenizer_lowercase if lowercase is None else lowercase)
     head_tensors, extra = {}, {}
     if name in TASK_HEADS:
         architecture, module = TASK_HEADS[name]
@@ -95,6 +102,7 @@ def save_google_bert(model, directory, vocabulary=None):
             f"original BERT checkpoint format has no task heads (pass model.encoder to write "
             f"a task model's encoder, or use save_huggingface).")
     config, weights = _config_and_weights(model, "save_google_bert")
+    _refuse_other_families(config, "save_google_bert")
     tokens, _ = _vocabulary(model, vocabulary, config)
     return write_google_bert(directory, config, weights, vocabulary=tokens)
 
@@ -129,6 +137,7 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     """
     name = _exportable_name(model, "save_keras_hub")
     config, weights = _config_and_weights(model, "save_keras_hub")
+    _refuse_other_families(config, "save_keras_hub")
     task, task_arguments, task_weights = None, None, None
     if name == "BertClassifier":
         task = "BertTextClassifier"
@@ -170,7 +179,6 @@ def _config_and_weights(model, function):
     encoder = encoder_of(model, function)
     _refuse_per_layer_sizes(encoder, function)
     config = {key: encoder.get_config()[key] for key in ENCODER_CONFIG_KEYS}
-    _refuse_other_families(config, function)
     variables = model.weight_map() if type(model).__name__ == "BertPretrainer" else (
         encoder.weight_map())
     return config, {key: _numpy(variable) for key, variable in variables.items()}
@@ -192,17 +200,32 @@ def _refuse_per_layer_sizes(encoder, function):
             f"directory), model.save('model.keras'), or export_saved_model for serving.")
 
 
-def _refuse_other_families(config, function):
-    """These writers hold BERT's architecture: an encoder with another family's arguments
-    (RoBERTa's positions, ALBERT's shared layers, ...) would be written wrong, so it is
-    refused with what differs."""
+def _family(config, name):
+    """The family whose transformers format holds the encoder exactly; for another family
+    than BERT, only the encoder (its base model class) is written."""
+    family = family_holding(config)
+    if family is None:
+        _refuse_other_families(config, "save_huggingface", "no transformers family")
+    if family.name != "bert" and name not in ENCODER_ONLY:
+        raise ValueError(
+            f"save_huggingface: a {name} on a {family.name} encoder: this library writes "
+            f"{family.name}'s encoder ({family.base_model}), not its task or pretraining "
+            f"heads. Pass model.encoder, or save the whole model with save_to_preset or "
+            f"model.save('model.keras').")
+    return family
+
+
+def _refuse_other_families(config, function, holder="BERT's architecture"):
+    """Google's and KerasHub's BERT formats hold BERT's architecture (and transformers none
+    of a mix such as RoBERTa's positions with ALBERT's shared layers): such an encoder would
+    be written wrong, so it is refused with what differs from BERT."""
     differs = {key: config[key] for key, bert in BERT_FAMILY_DEFAULTS.items()
                if config[key] != bert}
     if differs:
         described = ", ".join(f"{key}={value!r}" for key, value in differs.items())
         raise ValueError(
-            f"{function} writes BERT's architecture, and this encoder has another family's "
-            f"arguments ({described}) that the format cannot hold. Save it in one of our "
+            f"{function} writes {holder}, and this encoder has family arguments "
+            f"({described}) that the format cannot hold. Save it in one of our "
             f"formats, which hold every family: save_to_preset / save_preset (a preset "
             f"directory), model.save('model.keras'), or export_saved_model for serving.")
 

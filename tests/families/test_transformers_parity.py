@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from keras_bert_suite import BertEncoder
 from keras_bert_suite.export.serving_encoder import ServingEncoder
+from keras_bert_suite.families import family_of_model_type
 from tests.conftest import to_numpy
 from tests.families.conftest import FAMILY_CONFIGS, family_inputs
 from tests.numerics import assert_close
@@ -85,3 +86,35 @@ def test_serving_graph_computes_each_family(name, family_checkpoints):
             np.linalg.norm(reduced, axis=-1) * np.linalg.norm(exact, axis=-1))
         assert cosine.min() >= bound, (precision, cosine.min())
         assert np.abs(reduced - exact).max() > 1e-5, precision  # the reduced kernels ran
+
+
+@pytest.mark.parametrize("name", ["roberta", "distilbert", "electra", "albert-shared-groups"])
+def test_ours_to_transformers_to_ours_bit_for_bit(name, family_checkpoints, tmp_path):
+    """save_huggingface writes the family's base model: transformers loads it with no
+    missing or unexpected weight and computes our numbers, and we read every weight back
+    exactly."""
+    import transformers
+
+    from keras_bert_suite import save_huggingface
+
+    encoder = BertEncoder.from_preset(family_checkpoints[name])
+    path = save_huggingface(encoder, tmp_path / name)
+    theirs, info = transformers.AutoModel.from_pretrained(path, output_loading_info=True)
+    family = family_of_model_type(theirs.config.model_type)
+    assert type(theirs).__name__ == family.base_model  # RobertaModel, ...
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    inputs = family_inputs(name)
+    expected = _reference(path, inputs)
+    assert_close(to_numpy(encoder(inputs)["sequence_output"]), expected["sequence_output"],
+                 RTOL, ATOL)
+    back = BertEncoder.from_preset(path)
+    assert back.get_config() == {**encoder.get_config(), "name": back.name}
+    ours = encoder.weight_map()
+    # DistilBERT's and ELECTRA's base models have no pooler (it is their classification
+    # head's first dense): every other weight comes back exactly.
+    has_pooler = "pooler" in family.tree.modules
+    for weight_name, value in back.weight_map().items():
+        if weight_name.startswith("pooler/") and not has_pooler:
+            continue
+        np.testing.assert_array_equal(to_numpy(value), to_numpy(ours[weight_name]),
+                                      err_msg=weight_name)
