@@ -17,7 +17,8 @@ from keras_bert_suite.checkpoints.weight_table import num_blocks as weight_table
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.errors import CheckpointMismatchError, UnsupportedCheckpointError
 from keras_bert_suite.checkpoints.tensors import TensorSource
-from keras_bert_suite.families import family_of_model_type, supported_model_types
+from keras_bert_suite.families import (
+    ENCODER_POOLER, family_of_model_type, supported_model_types)
 
 NAME = "Hugging Face BERT-family directory"
 CONFIG_FILE = "config.json"
@@ -25,14 +26,6 @@ CONFIG_FILE = "config.json"
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 FILES_NEEDED = (f"{CONFIG_FILE} with a BERT-family \"model_type\" (\"bert\", \"roberta\", ...) + "
                 f"one of {', '.join(WEIGHT_FILES)}")
-# Our task model -> (the transformers class that computes the same, its head's module), for
-# export (models/to_checkpoint.py) and for reading a fine-tuned head back.
-TASK_ARCHITECTURES = {
-    "BertClassifier": ("BertForSequenceClassification", "classifier"),
-    "BertTokenClassifier": ("BertForTokenClassification", "classifier"),
-    "BertSpanLabeler": ("BertForQuestionAnswering", "qa_outputs"),
-    "BertMultipleChoice": ("BertForMultipleChoice", "classifier"),
-}
 
 
 def matches(directory, config_json):
@@ -56,7 +49,9 @@ def load(directory, load_weights=True):
     if load_weights:
         source = _open_weights(directory, config_path)
         weights = _read_weights(source, config, family)
-        task_head = _task_head(source, hf_config, config) if family.name == "bert" else None
+        task_head = _task_head(source, hf_config, config, family)
+        if task_head is not None:  # RoBERTa's classifier.dense, DistilBERT's pre_classifier
+            weights.update(task_head.pop("pooler"))
     vocabulary_path = os.path.join(directory, "vocab.txt")
     return Checkpoint(
         config=config,
@@ -80,21 +75,30 @@ def _read_weights(source, config, family):
     return weights
 
 
-def _task_head(source, hf_config, config):
-    """The head of a transformers BertFor{SequenceClassification,...} checkpoint, else None."""
+def _task_head(source, hf_config, config, family):
+    """The head of a transformers {Bert,Roberta,...}For{SequenceClassification,...}
+    checkpoint, else None; "pooler" holds the pooler weights a task class keeps outside the
+    base model (RoBERTa's `classifier.dense`, ...), else nothing."""
     architectures = hf_config.get("architectures") or []
-    for task, (architecture, module) in TASK_ARCHITECTURES.items():
-        if architecture not in architectures or f"{module}.weight" not in source:
+    hidden = config["hidden_dim"]
+    for task, (suffix, module, pooler) in family.task_heads.items():
+        if not any(name.endswith(suffix) for name in architectures) or (
+                f"{module}.weight" not in source):
             continue
         labels = hf_config.get("id2label") or {}
-        units = {"BertForQuestionAnswering": 2, "BertForMultipleChoice": 1}.get(
-            architecture, len(labels) or hf_config.get("num_labels", 2))
+        units = {"ForQuestionAnswering": 2, "ForMultipleChoice": 1}.get(
+            suffix, len(labels) or hf_config.get("num_labels", 2))
         names = [str(labels[key]) for key in sorted(labels, key=int)]
         default = names == [f"LABEL_{index}" for index in range(len(names))]
+        pooler_weights = {}
+        if pooler not in (None, ENCODER_POOLER):
+            pooler_weights = {"pooler/kernel": source.get(f"{pooler}.weight", (hidden, hidden)).T,
+                              "pooler/bias": source.get(f"{pooler}.bias", (hidden,))}
         return {"task": task,
-                "kernel": source.get(f"{module}.weight", (units, config["hidden_dim"])).T,
+                "kernel": source.get(f"{module}.weight", (units, hidden)).T,
                 "bias": source.get(f"{module}.bias", (units,)),
-                "label_names": None if default or not names else names}
+                "label_names": None if default or not names else names,
+                "pooler": pooler_weights}
     return None
 
 

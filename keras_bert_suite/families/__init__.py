@@ -24,6 +24,12 @@ class Family(NamedTuple):
     base_model: transformers' class of the encoder alone ("RobertaModel").
     hf_config: BertEncoder arguments -> the family's config.json keys (the inverse of
         `encoder_config`; `model_type` and `architectures` are the writer's).
+    presets: {built-in preset name: (description, BertEncoder arguments, lowercase)} of the
+        published sizes, architectures only (BERT's are in checkpoints/presets.py).
+    task_heads: {our task class: (transformers class suffix, its head's Linear module, where
+        the head's pooler is)}: ENCODER_POOLER (the base model's own pooler), None (the head
+        reads the sequence output), or the module that is our pooler in that task class
+        (RoBERTa's and ELECTRA's `classifier.dense`, DistilBERT's `pre_classifier`).
     """
 
     name: str
@@ -33,6 +39,15 @@ class Family(NamedTuple):
     encoder_config: Callable
     base_model: str
     hf_config: Callable
+    presets: dict = {}
+    task_heads: dict = {}
+
+    def class_name(self, suffix):
+        """transformers' class of this family with `suffix` ("ForSequenceClassification")."""
+        return self.base_model[:-len("Model")] + suffix
+
+
+ENCODER_POOLER = "encoder"
 
 
 def families():

@@ -5,7 +5,7 @@ approximation of GELU and its own module names."""
 from keras_bert_suite.checkpoints.bert_config import bert_json
 from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
 from keras_bert_suite.checkpoints.bert_layout import ModuleTree
-from keras_bert_suite.families import Family
+from keras_bert_suite.families import ENCODER_POOLER, Family
 
 
 def encoder_config(hf_json, config_file):
@@ -44,5 +44,30 @@ def hf_config(config):
             "inner_group_num": config["layers_per_group"]}
 
 
+def _architecture(layers, hidden, heads):
+    return {"vocabulary_size": 30000, "num_layers": layers, "num_heads": heads,
+            "hidden_dim": hidden, "intermediate_dim": 4 * hidden, "max_sequence_length": 512,
+            "num_segments": 2, "embedding_dim": 128, "activation": "gelu_approximate",
+            "num_layer_groups": 1, "layers_per_group": 1,
+            "dropout": 0.0}  # the v2 models were trained without dropout
+
+
+PRESETS = {
+    "albert_base_v2": ("ALBERT-base v2: 12 layers sharing one block, hidden 768, embeddings "
+                       "128 (architecture only).", _architecture(12, 768, 12), True),
+    "albert_large_v2": ("ALBERT-large v2: 24 layers sharing one block, hidden 1024 "
+                        "(architecture only).", _architecture(24, 1024, 16), True),
+    "albert_xlarge_v2": ("ALBERT-xlarge v2: 24 layers sharing one block, hidden 2048 "
+                         "(architecture only).", _architecture(24, 2048, 16), True),
+    "albert_xxlarge_v2": ("ALBERT-xxlarge v2: 12 layers sharing one block, hidden 4096 "
+                          "(architecture only).", _architecture(12, 4096, 64), True),
+}
+TASK_HEADS = {
+    "BertClassifier": ("ForSequenceClassification", "classifier", ENCODER_POOLER),
+    "BertTokenClassifier": ("ForTokenClassification", "classifier", None),
+    "BertSpanLabeler": ("ForQuestionAnswering", "qa_outputs", None),
+    "BertMultipleChoice": ("ForMultipleChoice", "classifier", ENCODER_POOLER),
+}
 FAMILY = Family(name="albert", model_types=("albert",), prefix="albert.", tree=TREE,
-                encoder_config=encoder_config, base_model="AlbertModel", hf_config=hf_config)
+                encoder_config=encoder_config, base_model="AlbertModel", hf_config=hf_config,
+                presets=PRESETS, task_heads=TASK_HEADS)

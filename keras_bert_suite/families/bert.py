@@ -2,7 +2,14 @@
 
 from keras_bert_suite.checkpoints.bert_config import bert_json, encoder_config
 from keras_bert_suite.checkpoints.bert_layout import BERT_TREE
-from keras_bert_suite.families import Family
+from keras_bert_suite.families import ENCODER_POOLER, Family
 
+TASK_HEADS = {
+    "BertClassifier": ("ForSequenceClassification", "classifier", ENCODER_POOLER),
+    "BertTokenClassifier": ("ForTokenClassification", "classifier", None),
+    "BertSpanLabeler": ("ForQuestionAnswering", "qa_outputs", None),
+    "BertMultipleChoice": ("ForMultipleChoice", "classifier", ENCODER_POOLER),
+}
 FAMILY = Family(name="bert", model_types=("bert",), prefix="bert.", tree=BERT_TREE,
-                encoder_config=encoder_config, base_model="BertModel", hf_config=bert_json)
+                encoder_config=encoder_config, base_model="BertModel", hf_config=bert_json,
+                task_heads=TASK_HEADS)

@@ -57,6 +57,26 @@ def hf_config(config):
             "pad_token_id": 0}
 
 
+def _architecture(vocabulary_size):
+    return {"vocabulary_size": vocabulary_size, "num_layers": 6, "num_heads": 12,
+            "hidden_dim": 768, "intermediate_dim": 3072, "max_sequence_length": 512,
+            "num_segments": 0, "pooler_activation": "relu"}
+
+
+PRESETS = {
+    "distilbert_base_uncased": ("DistilBERT base uncased: 6 layers, hidden 768, no segment "
+                                "embeddings (architecture only).", _architecture(30522), True),
+    "distilbert_base_cased": ("DistilBERT base cased (architecture only).",
+                              _architecture(28996), False),
+    "distilbert_base_multilingual_cased": ("DistilBERT base multilingual cased, 104 languages "
+                                           "(architecture only).", _architecture(119547), False),
+}
+TASK_HEADS = {  # pre_classifier -> ReLU -> classifier: our pooler + head
+    "BertClassifier": ("ForSequenceClassification", "classifier", "pre_classifier"),
+    "BertTokenClassifier": ("ForTokenClassification", "classifier", None),
+    "BertSpanLabeler": ("ForQuestionAnswering", "qa_outputs", None),
+    "BertMultipleChoice": ("ForMultipleChoice", "classifier", "pre_classifier"),
+}
 FAMILY = Family(name="distilbert", model_types=("distilbert",), prefix="distilbert.",
                 tree=TREE, encoder_config=encoder_config, base_model="DistilBertModel",
-                hf_config=hf_config)
+                hf_config=hf_config, presets=PRESETS, task_heads=TASK_HEADS)

@@ -23,5 +23,35 @@ def hf_config(config):
     return {**bert_json(config), "embedding_size": config["embedding_dim"] or config["hidden_dim"]}
 
 
+def _architecture(embedding, layers, hidden, heads):
+    return {"vocabulary_size": 30522, "num_layers": layers, "num_heads": heads,
+            "hidden_dim": hidden, "intermediate_dim": 4 * hidden, "max_sequence_length": 512,
+            "num_segments": 2, "embedding_dim": None if embedding == hidden else embedding,
+            "pooler_activation": "gelu"}
+
+
+# The released generators are as deep as their discriminators, 256 wide, and share the
+# discriminator's embeddings (width E).
+PRESETS = {
+    "electra_small_discriminator": ("ELECTRA-small discriminator: 12 layers, hidden 256, "
+                                    "embeddings 128 (architecture only).",
+                                    _architecture(128, 12, 256, 4), True),
+    "electra_small_generator": ("ELECTRA-small generator: 12 layers, hidden 256, embeddings "
+                                "128 (architecture only).", _architecture(128, 12, 256, 4), True),
+    "electra_base_discriminator": ("ELECTRA-base discriminator: 12 layers, hidden 768 "
+                                   "(architecture only).", _architecture(768, 12, 768, 12), True),
+    "electra_base_generator": ("ELECTRA-base generator: 12 layers, hidden 256, embeddings 768 "
+                               "(architecture only).", _architecture(768, 12, 256, 4), True),
+    "electra_large_discriminator": ("ELECTRA-large discriminator: 24 layers, hidden 1024 "
+                                    "(architecture only).",
+                                    _architecture(1024, 24, 1024, 16), True),
+}
+TASK_HEADS = {  # dense -> GELU -> out_proj, and the GELU sequence summary: our pooler + head
+    "BertClassifier": ("ForSequenceClassification", "classifier.out_proj", "classifier.dense"),
+    "BertTokenClassifier": ("ForTokenClassification", "classifier", None),
+    "BertSpanLabeler": ("ForQuestionAnswering", "qa_outputs", None),
+    "BertMultipleChoice": ("ForMultipleChoice", "classifier", "sequence_summary.summary"),
+}
 FAMILY = Family(name="electra", model_types=("electra",), prefix="electra.", tree=TREE,
-                encoder_config=encoder_config, base_model="ElectraModel", hf_config=hf_config)
+                encoder_config=encoder_config, base_model="ElectraModel", hf_config=hf_config,
+                presets=PRESETS, task_heads=TASK_HEADS)

@@ -5,7 +5,7 @@ classification head (dense -> tanh -> out_proj on <s>) is the pooler + a classif
 from keras_bert_suite.checkpoints.bert_config import bert_json
 from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
 from keras_bert_suite.checkpoints.bert_layout import BERT_TREE
-from keras_bert_suite.families import Family
+from keras_bert_suite.families import ENCODER_POOLER, Family
 
 
 def encoder_config(hf_json, config_file):
@@ -26,6 +26,29 @@ def hf_config(config):
             "eos_token_id": 2, "max_position_embeddings": config["max_sequence_length"] + offset}
 
 
+def _architecture(vocabulary_size, layers, hidden, heads):
+    return {"vocabulary_size": vocabulary_size, "num_layers": layers, "num_heads": heads,
+            "hidden_dim": hidden, "intermediate_dim": 4 * hidden, "max_sequence_length": 512,
+            "num_segments": 1, "position_offset": 2, "layer_norm_epsilon": 1e-5}
+
+
+PRESETS = {
+    "roberta_base": ("RoBERTa-base: 12 layers, hidden 768, byte-level BPE vocabulary of "
+                     "50,265 (architecture only).", _architecture(50265, 12, 768, 12), False),
+    "roberta_large": ("RoBERTa-large: 24 layers, hidden 1024 (architecture only).",
+                      _architecture(50265, 24, 1024, 16), False),
+    "xlm_roberta_base": ("XLM-R base: 12 layers, hidden 768, SentencePiece vocabulary of "
+                         "250,002 for 100 languages (architecture only).",
+                         _architecture(250002, 12, 768, 12), False),
+    "xlm_roberta_large": ("XLM-R large: 24 layers, hidden 1024 (architecture only).",
+                          _architecture(250002, 24, 1024, 16), False),
+}
+TASK_HEADS = {  # the classification head is dense -> tanh -> out_proj: our pooler + head
+    "BertClassifier": ("ForSequenceClassification", "classifier.out_proj", "classifier.dense"),
+    "BertTokenClassifier": ("ForTokenClassification", "classifier", None),
+    "BertSpanLabeler": ("ForQuestionAnswering", "qa_outputs", None),
+    "BertMultipleChoice": ("ForMultipleChoice", "classifier", ENCODER_POOLER),
+}
 FAMILY = Family(name="roberta", model_types=("roberta", "xlm-roberta"), prefix="roberta.",
                 tree=BERT_TREE, encoder_config=encoder_config, base_model="RobertaModel",
-                hf_config=hf_config)
+                hf_config=hf_config, presets=PRESETS, task_heads=TASK_HEADS)

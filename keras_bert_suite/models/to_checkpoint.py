@@ -25,15 +25,15 @@ import numpy as np
 from keras_bert_suite.checkpoints.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.google_bert_writer import write_google_bert
 from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
-from keras_bert_suite.checkpoints.huggingface import TASK_ARCHITECTURES
 from keras_bert_suite.checkpoints.keras_hub import CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub
-from keras_bert_suite.families import family_holding
+from keras_bert_suite.families import ENCODER_POOLER, family_holding
+from keras_bert_suite.families.bert import TASK_HEADS
 from keras_bert_suite.models.find_encoder import encoder_of
 
-# Task model -> (its transformers class, its head's module there); the head's Dense layer is
-# the task's `head_layer`.
-TASK_HEADS = TASK_ARCHITECTURES
+# TASK_HEADS: task model -> (its transformers class suffix, its head's module there, where
+# its pooler is; the same task classes for every family); the head's Dense layer is the
+# task's `head_layer`.
 ENCODER_ONLY = ("BertEncoder", "BertFeatureExtractor")
 
 logger = logging.getLogger(__name__)
@@ -58,14 +58,10 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     name = _exportable_name(model, "save_huggingface")
     config, weights = _config_and_weights(model, "save_huggingface")
     family = _family(config, name)
-    if family.name != "bert":
-        tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
-        return write_huggingface(directory, config, weights, family.base_model,
-                                 vocabulary=tokens, family=family,
-                                 lowercase=tokenizer_lowercase if lowercase is None else lowercase)
-    head_tensors, extra = {}, {}
+    head_tensors, extra, pooler = {}, {}, ENCODER_POOLER
     if name in TASK_HEADS:
-        architecture, module = TASK_HEADS[name]
+        suffix, module, pooler = family.task_heads[name]
+        architecture = family.class_name(suffix)
         dense = model.head_layer
         head_tensors = {f"{module}.weight": _numpy(dense.kernel).T,
                         f"{module}.bias": _numpy(dense.bias)}
@@ -74,13 +70,13 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
         architecture = ("BertForPreTraining" if model.next_sentence_head is not None
                         else "BertForMaskedLM")
     else:
-        architecture = "BertModel"
+        architecture = family.base_model
 
     tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
     return write_huggingface(directory, config, weights, architecture, head_tensors,
                              vocabulary=tokens,
                              lowercase=tokenizer_lowercase if lowercase is None else lowercase,
-                             **extra)
+                             family=family, pooler=pooler, **extra)
 
 
 def save_google_bert(model, directory, vocabulary=None):
@@ -201,17 +197,17 @@ def _refuse_per_layer_sizes(encoder, function):
 
 
 def _family(config, name):
-    """The family whose transformers format holds the encoder exactly; for another family
-    than BERT, only the encoder (its base model class) is written."""
+    """The family whose transformers format holds the encoder exactly (its encoder and task
+    classes; the pretraining heads are BERT's only)."""
     family = family_holding(config)
     if family is None:
         _refuse_other_families(config, "save_huggingface", "no transformers family")
-    if family.name != "bert" and name not in ENCODER_ONLY:
+    if family.name != "bert" and name == "BertPretrainer":
         raise ValueError(
-            f"save_huggingface: a {name} on a {family.name} encoder: this library writes "
-            f"{family.name}'s encoder ({family.base_model}), not its task or pretraining "
-            f"heads. Pass model.encoder, or save the whole model with save_to_preset or "
-            f"model.save('model.keras').")
+            f"save_huggingface: a BertPretrainer on a {family.name} encoder: this library "
+            f"writes {family.name}'s encoder ({family.base_model}) and task classes, not its "
+            f"pretraining heads. Pass model.encoder, or save the whole model with "
+            f"save_to_preset or model.save('model.keras').")
     return family
 
 

@@ -118,3 +118,67 @@ def test_ours_to_transformers_to_ours_bit_for_bit(name, family_checkpoints, tmp_
             continue
         np.testing.assert_array_equal(to_numpy(value), to_numpy(ours[weight_name]),
                                       err_msg=weight_name)
+
+
+# (family, task): each family's classifier (the head shapes differ most there), and each
+# other head on one family, so that every family-specific pooler placement is read and
+# written: RoBERTa's and ELECTRA's classifier.dense, DistilBERT's pre_classifier, ELECTRA's
+# sequence summary, the base pooler (ALBERT, RoBERTa's multiple choice).
+TASKS = [("roberta", "ForSequenceClassification"), ("distilbert", "ForSequenceClassification"),
+         ("electra", "ForSequenceClassification"), ("albert", "ForSequenceClassification"),
+         ("xlm-roberta", "ForTokenClassification"), ("albert", "ForQuestionAnswering"),
+         ("electra", "ForMultipleChoice"), ("roberta", "ForMultipleChoice"),
+         ("distilbert", "ForMultipleChoice")]
+
+
+@pytest.mark.parametrize("name, suffix", TASKS)
+def test_task_heads_compute_what_transformers_computes_and_go_back(
+        name, suffix, family_checkpoints, tmp_path):
+    """transformers' task class (random head) read into our task computes its logits; our
+    task written back is that class again, with every weight bit for bit."""
+    import torch
+    import transformers
+
+    from keras_bert_suite import save_huggingface
+    from keras_bert_suite.families import family_of_model_type
+    from keras_bert_suite.tasks import import_task_models
+
+    config_class, arguments = FAMILY_CONFIGS[name]
+    config = getattr(transformers, config_class)(
+        **arguments, num_labels=2 if suffix == "ForQuestionAnswering" else 3)
+    family = family_of_model_type(config.model_type)
+    class_name = next(task for task, (task_suffix, _, _) in family.task_heads.items()
+                      if task_suffix == suffix)
+    torch.manual_seed(1)
+    theirs = getattr(transformers, config_class.replace("Config", suffix))(config).eval()
+    theirs.save_pretrained(tmp_path / "theirs")
+    task_arguments = {"num_choices": 3} if suffix == "ForMultipleChoice" else {}
+    ours = import_task_models()[class_name].from_preset(str(tmp_path / "theirs"),
+                                                        preprocessor=None, **task_arguments)
+
+    inputs = family_inputs(name)
+    arguments = {"input_ids": torch.from_numpy(inputs["token_ids"]).long(),
+                 "attention_mask": torch.from_numpy(inputs["padding_mask"]).long()}
+    if getattr(config, "type_vocab_size", 0) > 1:
+        arguments["token_type_ids"] = torch.from_numpy(inputs["segment_ids"]).long()
+    if suffix == "ForMultipleChoice":  # the batch's rows as one example's 3 choices
+        arguments = {key: value[None] for key, value in arguments.items()}
+        inputs = {key: value[None] for key, value in inputs.items()}
+    with torch.no_grad():
+        expected = theirs(**arguments)
+    if suffix == "ForQuestionAnswering":  # ours gives padding a large negative logit
+        got, real = ours(inputs), inputs["padding_mask"].astype(bool)
+        for key in ("start_logits", "end_logits"):
+            assert_close(to_numpy(got[key])[real], getattr(expected, key).numpy()[real],
+                         RTOL, ATOL, err_msg=key)
+    else:
+        assert_close(to_numpy(ours(inputs)), expected.logits.numpy(), RTOL, ATOL)
+
+    path = save_huggingface(ours, tmp_path / "ours")
+    back, info = getattr(transformers, config_class.replace("Config", suffix)).from_pretrained(
+        path, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    mine = {key: value.numpy() for key, value in back.state_dict().items()}
+    for key, value in theirs.state_dict().items():
+        if key in mine:  # tied decoders and position-id buffers are not weights
+            np.testing.assert_array_equal(mine[key], value.numpy(), err_msg=key)
