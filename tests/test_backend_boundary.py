@@ -10,11 +10,12 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_suite"
 BACKENDS = {"tensorflow", "jax", "jaxlib", "torch"}
 # Modelling code: layers, the encoder, the task models and their base classes, the
 # training package (losses, metrics, optimizers, schedules, callbacks), distillation's
-# model and losses, and pruning.
+# model and losses, pruning, and the family records.
 MODELLING = ("layers/**/*.py", "models/**/*.py", "training/**/*.py",
              "tasks/task.py", "tasks/model_base.py", "tasks/*/model.py",
              "distillation/distiller.py", "distillation/losses.py",
-             "distillation/internals.py", "distillation/student_init.py", "pruning/**/*.py")
+             "distillation/internals.py", "distillation/student_init.py", "pruning/**/*.py",
+             "families/**/*.py")
 # Not modelling code, legitimately tied to TensorFlow (file -> why). The tf.distribute /
 # keras.distribution set-up lives in keras_bert_suite/distribution/, outside these globs.
 EXEMPT = {
