@@ -9,6 +9,7 @@ each of its weights, so `BertEncoder.weight_map()` has exactly the table's names
 import numpy as np
 
 from keras_bert_suite.checkpoints import weight_table
+from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.layers.quantized import float_embeddings, float_kernel
 # One error class for "weights do not fit", whether a reader or the model notices it.
 from keras_bert_suite.checkpoints.errors import CheckpointMismatchError  # noqa: F401
@@ -41,7 +42,10 @@ _MODULES = {
 def encoder_variables(encoder):
     """{canonical encoder weight name: keras.Variable} in the table's order."""
     layers = encoder.transformer_layers
-    return _variables(weight_table.encoder_weights(encoder.get_config(), shapes=False),
+    # Which weights exist follows the architecture arguments (not get_config, which also
+    # walks every layer for the quantization record).
+    architecture = {key: getattr(encoder, key) for key in ENCODER_CONFIG_KEYS}
+    return _variables(weight_table.encoder_weights(architecture, shapes=False),
                       lambda weight: encoder if weight.layer is None else layers[weight.layer])
 
 
