@@ -1,5 +1,5 @@
 """BertEncoder: the BERT backbone (embeddings, N transformer blocks, pooler), configured per
-family (RoBERTa, XLM-R, DistilBERT, ELECTRA, ALBERT: see `families.py`)."""
+family (RoBERTa, XLM-R, DistilBERT, ELECTRA, ALBERT: see keras_bert_suite/families/)."""
 
 import numbers
 from typing import NamedTuple

@@ -107,3 +107,20 @@ def test_writers_refuse_what_their_format_cannot_hold_and_say_why(save, tmp_path
                                          r"'gelu_approximate', pooler_activation='relu', "
                                          r"num_layer_groups=2, layers_per_group=2\)"):
         getattr(to_checkpoint, save)(encoder, tmp_path / "out")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"pooler_activation": "sigmoid"}, r"pooler_activation must be one of \('tanh', 'gelu', "
+                                       r"'relu'\), got 'sigmoid'"),
+    ({"activation": "relu"}, r"activation must be one of \['gelu', 'gelu_approximate'\]"),
+    ({"num_layer_groups": 5}, r"num_layer_groups must be None \(no shared layers\) or "
+                              r"between 1 and num_layers=4"),
+    ({"num_layer_groups": None, "layers_per_group": 2}, r"layers_per_group must be a positive "
+                                                        r"integer, and 1 unless num_layer_groups"),
+    ({"num_segments": -1}, r"num_segments must be 0 \(no segment embeddings, DistilBERT\)"),
+    ({"position_offset": 1.5}, r"position_offset must be 0 \(BERT\) or a positive integer"),
+    ({"embedding_dim": 0}, r"embedding_dim must be None \(embeddings as wide as hidden_dim\)"),
+])
+def test_bad_family_arguments_are_clear_errors(change, message):
+    with pytest.raises(ValueError, match=message):
+        BertEncoder(**{**EVERY_VARIATION, **change})
