@@ -31,14 +31,19 @@ def _inputs():
 
 
 def test_every_variation_through_the_harness():
-    init = {**EVERY_VARIATION, "return_hidden_states": True}
+    # 2 layers sharing one group of 2 blocks (the harness costs more with every block run:
+    # 4 layers in 2 groups took 6.1 s alone on TensorFlow and 14.6 s on JAX, this 3.4 and
+    # 10.2); several groups run in the pruning test below and in the transformers parity.
+    init = {**EVERY_VARIATION, "num_layers": 2, "num_layer_groups": 1,
+            "return_hidden_states": True}
     encoder, outputs = run_layer_test(
         BertEncoder, init, _inputs(),
         expected_output_shape={"sequence_output": (BATCH, LENGTH, HIDDEN),
                                "pooled_output": (BATCH, HIDDEN),
-                               # 4 layers x 2 blocks each, after the embeddings
-                               "hidden_states": (BATCH, 9, LENGTH, HIDDEN)})
-    assert len(encoder.transformer_layers) == 4  # 2 groups x 2 blocks, not 8
+                               # 2 layers x 2 blocks each, after the embeddings
+                               "hidden_states": (BATCH, 5, LENGTH, HIDDEN)})
+    assert len(encoder.transformer_layers) == 2  # 1 group x 2 blocks, run by both layers
+    assert encoder.layer_blocks == [[0, 1], [0, 1]]
     assert encoder.embeddings.segment_embedding is None
     cls = to_numpy(outputs["sequence_output"])[:, 0]
     pooled = np.maximum(cls @ to_numpy(encoder.pooler.kernel) + to_numpy(encoder.pooler.bias), 0)
