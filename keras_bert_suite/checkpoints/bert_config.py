@@ -14,10 +14,12 @@ BERT_FAMILY_DEFAULTS = {"embedding_dim": None, "position_offset": 0, "activation
                         "pooler_activation": "tanh", "num_layer_groups": None,
                         "layers_per_group": 1}
 
-# transformers' `hidden_act` -> the encoder's `activation`: the exact erf GELU, or its tanh
-# approximation ("gelu_new", what ALBERT was trained with).
-ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "gelu_new": "gelu_approximate",
-               "gelu_pytorch_tanh": "gelu_approximate"}
+# The encoder's `activation` -> the `hidden_act` transformers writes for it: the exact erf
+# GELU, or its tanh approximation ("gelu_new", what ALBERT was trained with).
+HIDDEN_ACTS = {"gelu": "gelu", "gelu_approximate": "gelu_new"}
+# transformers' `hidden_act` -> the encoder's `activation` (two more spellings of each form).
+ACTIVATIONS = {**{name: activation for activation, name in HIDDEN_ACTS.items()},
+               "gelu_python": "gelu", "gelu_pytorch_tanh": "gelu_approximate"}
 
 
 def feed_forward_activation(name, config_file):
@@ -27,6 +29,13 @@ def feed_forward_activation(name, config_file):
             f"exact GELU ('gelu') or its tanh approximation ('gelu_new'), and another "
             f"activation would give different numbers.")
     return ACTIVATIONS[name]
+
+
+def require_keys(config_json, keys, family, config_file):
+    """Refuses a config.json that lacks one of the architecture `keys` of `family`."""
+    missing = [key for key in keys if key not in config_json]
+    if missing:
+        raise UnsupportedCheckpointError(f"{config_file} lacks the {family} keys {missing}.")
 
 
 def encoder_config(bert_json, config_file):
@@ -41,11 +50,8 @@ def encoder_config(bert_json, config_file):
     if bert_json.get("is_decoder") or bert_json.get("add_cross_attention"):
         raise UnsupportedCheckpointError(
             f"{config_file}: a BERT decoder / cross-attention model is not supported.")
-    required = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                "intermediate_size")
-    missing = [key for key in required if key not in bert_json]
-    if missing:
-        raise UnsupportedCheckpointError(f"{config_file} lacks the BERT keys {missing}.")
+    require_keys(bert_json, ("vocab_size", "hidden_size", "num_hidden_layers",
+                             "num_attention_heads", "intermediate_size"), "BERT", config_file)
     return {
         "vocabulary_size": bert_json["vocab_size"],
         "num_layers": bert_json["num_hidden_layers"],
@@ -85,4 +91,4 @@ def bert_json(config):
 
 def hidden_act(activation):
     """The encoder's `activation` as transformers' `hidden_act`."""
-    return {"gelu": "gelu", "gelu_approximate": "gelu_new"}[activation]
+    return HIDDEN_ACTS[activation]

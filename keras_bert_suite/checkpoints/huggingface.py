@@ -13,7 +13,6 @@ import json
 import os
 
 from keras_bert_suite.checkpoints import bert_layout
-from keras_bert_suite.checkpoints.weight_table import num_blocks as weight_table_blocks
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.errors import CheckpointMismatchError, UnsupportedCheckpointError
 from keras_bert_suite.checkpoints.tensors import TensorSource
@@ -65,8 +64,9 @@ def load(directory, load_weights=True):
 
 def _read_weights(source, config, family):
     tree = family.tree
+    # The tree numbers groups of blocks: ALBERT's num_layer_groups, else one per layer.
     source.check_layer_count(tree.group_pattern,
-                             weight_table_blocks(config) // config["layers_per_group"])
+                             config["num_layer_groups"] or config["num_layers"])
     token_embedding = tree.modules["embeddings/token_embedding"]
     prefix = family.prefix if f"{family.prefix}{token_embedding}.weight" in source else ""
     weights = bert_layout.encoder_weights(config, _Adapter(source, prefix), tree)

@@ -23,7 +23,8 @@ Pretraining heads (BertPretrainer; `cls/predictions`, `cls/seq_relationship` in 
 
 V vocabulary_size, S num_segments, P max_sequence_length + position_offset, E embedding_dim
 (H when None), H hidden_dim, I intermediate_dim, N num_heads. `layer_{i}` numbers the distinct
-transformer blocks: ALBERT's layers share theirs (num_layer_groups x layers_per_group blocks). Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in].
+transformer blocks: ALBERT's layers share theirs (num_layer_groups x layers_per_group blocks).
+Kernels are [in, out] (Keras layout); converters transpose PyTorch's [out, in].
 The qkv kernel in memory is the [H, 3H] concatenation of the query, key and value kernels
 (each head-major, as BERT splits heads); its head axis is separate so that a model-parallel
 layout can give each device whole heads (`BertEncoder.get_layout_map`). Files written before

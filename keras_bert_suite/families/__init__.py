@@ -12,6 +12,7 @@ checkpoint names. A `Family` holds what a new family has to say; nothing else in
 
 from typing import Callable, NamedTuple
 
+from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.bert_layout import ModuleTree
 
 
@@ -66,8 +67,6 @@ def family_holding(config):
     """The first family whose transformers config holds encoder `config` exactly: written
     with its `hf_config` and read back, every architecture argument comes back unchanged.
     None when no family can (e.g. RoBERTa's positions with ALBERT's shared layers)."""
-    from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
-
     wanted = {key: config.get(key) for key in ENCODER_CONFIG_KEYS}
     for family in families():
         written = family.encoder_config(family.hf_config(config), "config.json")

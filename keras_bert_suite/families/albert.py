@@ -5,7 +5,7 @@ approximation of GELU and its own module names."""
 from keras_bert_suite.checkpoints.bert_config import bert_json
 from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
 from keras_bert_suite.checkpoints.bert_layout import ModuleTree
-from keras_bert_suite.families import ENCODER_POOLER, Family
+from keras_bert_suite.families import Family, bert
 
 
 def encoder_config(hf_json, config_file):
@@ -62,12 +62,7 @@ PRESETS = {
     "albert_xxlarge_v2": ("ALBERT-xxlarge v2: 12 layers sharing one block, hidden 4096 "
                           "(architecture only).", _architecture(12, 4096, 64), True),
 }
-TASK_HEADS = {
-    "BertClassifier": ("ForSequenceClassification", "classifier", ENCODER_POOLER),
-    "BertTokenClassifier": ("ForTokenClassification", "classifier", None),
-    "BertSpanLabeler": ("ForQuestionAnswering", "qa_outputs", None),
-    "BertMultipleChoice": ("ForMultipleChoice", "classifier", ENCODER_POOLER),
-}
 FAMILY = Family(name="albert", model_types=("albert",), prefix="albert.", tree=TREE,
                 encoder_config=encoder_config, base_model="AlbertModel", hf_config=hf_config,
-                presets=PRESETS, task_heads=TASK_HEADS)
+                presets=PRESETS,
+                task_heads=bert.TASK_HEADS)  # the same heads on the base model's pooler

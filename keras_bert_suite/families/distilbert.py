@@ -3,17 +3,14 @@ pre_classifier -> ReLU -> classifier, is the pooler with a ReLU + a classifier),
 module names."""
 
 from keras_bert_suite.checkpoints.bert_config import (
-    BERT_FAMILY_DEFAULTS, feed_forward_activation, hidden_act)
+    BERT_FAMILY_DEFAULTS, feed_forward_activation, hidden_act, require_keys)
 from keras_bert_suite.checkpoints.bert_layout import ModuleTree
-from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 from keras_bert_suite.families import Family
 
 
 def encoder_config(hf_json, config_file):
-    required = ("vocab_size", "dim", "n_layers", "n_heads", "hidden_dim")
-    missing = [key for key in required if key not in hf_json]
-    if missing:
-        raise UnsupportedCheckpointError(f"{config_file} lacks the DistilBERT keys {missing}.")
+    require_keys(hf_json, ("vocab_size", "dim", "n_layers", "n_heads", "hidden_dim"),
+                 "DistilBERT", config_file)
     return {
         "vocabulary_size": hf_json["vocab_size"],
         "num_layers": hf_json["n_layers"],

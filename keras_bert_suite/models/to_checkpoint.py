@@ -180,6 +180,12 @@ def _config_and_weights(model, function):
     return config, {key: _numpy(variable) for key, variable in variables.items()}
 
 
+# What a refused writer suggests instead: our own formats hold any encoder.
+_OUR_FORMATS = ("Save it in one of our formats, which hold {what}: save_to_preset / save_preset "
+                "(a preset directory), model.save('model.keras'), or export_saved_model for "
+                "serving.")
+
+
 def _refuse_per_layer_sizes(encoder, function):
     """Hugging Face's, Google's and KerasHub's configs have one head count and one
     feed-forward width for all layers: a pruned encoder cannot be written there."""
@@ -191,9 +197,8 @@ def _refuse_per_layer_sizes(encoder, function):
         described = ", ".join(f"{key}={value}" for key, value in sizes.items())
         raise ValueError(
             f"{function}: this encoder is pruned ({described}), and that format has one "
-            f"head count and one feed-forward width for every layer. Save it in one of our "
-            f"formats, which hold per-layer sizes: save_to_preset / save_preset (a preset "
-            f"directory), model.save('model.keras'), or export_saved_model for serving.")
+            f"head count and one feed-forward width for every layer. "
+            + _OUR_FORMATS.format(what="per-layer sizes"))
 
 
 def _family(config, name):
@@ -221,9 +226,8 @@ def _refuse_other_families(config, function, holder="BERT's architecture"):
         described = ", ".join(f"{key}={value!r}" for key, value in differs.items())
         raise ValueError(
             f"{function} writes {holder}, and this encoder has family arguments "
-            f"({described}) that the format cannot hold. Save it in one of our "
-            f"formats, which hold every family: save_to_preset / save_preset (a preset "
-            f"directory), model.save('model.keras'), or export_saved_model for serving.")
+            f"({described}) that the format cannot hold. "
+            + _OUR_FORMATS.format(what="every family"))
 
 
 def _vocabulary(model, vocabulary, config):
