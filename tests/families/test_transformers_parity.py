@@ -32,17 +32,24 @@ EXPECTED_FAMILY_ARGUMENTS = {
 }
 
 
+def _torch_inputs(config, inputs):
+    """Our encoder inputs as transformers' keyword arguments (segments where it has them)."""
+    import torch
+
+    arguments = {"input_ids": torch.from_numpy(inputs["token_ids"]).long(),
+                 "attention_mask": torch.from_numpy(inputs["padding_mask"]).long()}
+    if getattr(config, "type_vocab_size", 0) > 1:
+        arguments["token_type_ids"] = torch.from_numpy(inputs["segment_ids"]).long()
+    return arguments
+
+
 def _reference(directory, inputs):
     import torch
     import transformers
 
     model = transformers.AutoModel.from_pretrained(directory).eval()
-    arguments = {"input_ids": torch.from_numpy(inputs["token_ids"]).long(),
-                 "attention_mask": torch.from_numpy(inputs["padding_mask"]).long()}
-    if getattr(model.config, "type_vocab_size", 0) > 1:
-        arguments["token_type_ids"] = torch.from_numpy(inputs["segment_ids"]).long()
     with torch.no_grad():
-        outputs = model(**arguments, output_hidden_states=True)
+        outputs = model(**_torch_inputs(model.config, inputs), output_hidden_states=True)
     pooled = getattr(outputs, "pooler_output", None)
     return {"sequence_output": outputs.last_hidden_state.numpy(),
             "hidden_states": np.stack([h.numpy() for h in outputs.hidden_states], axis=1),
@@ -157,10 +164,7 @@ def test_task_heads_compute_what_transformers_computes_and_go_back(
                                                         preprocessor=None, **task_arguments)
 
     inputs = family_inputs(name)
-    arguments = {"input_ids": torch.from_numpy(inputs["token_ids"]).long(),
-                 "attention_mask": torch.from_numpy(inputs["padding_mask"]).long()}
-    if getattr(config, "type_vocab_size", 0) > 1:
-        arguments["token_type_ids"] = torch.from_numpy(inputs["segment_ids"]).long()
+    arguments = _torch_inputs(config, inputs)
     if suffix == "ForMultipleChoice":  # the batch's rows as one example's 3 choices
         arguments = {key: value[None] for key, value in arguments.items()}
         inputs = {key: value[None] for key, value in inputs.items()}
