@@ -83,15 +83,17 @@ class BertEmbeddings(keras.layers.Layer):
     def _positions(self, token_ids, padding_mask):
         """[1, T, H] rows 0..T-1 of the table, or [B, T, H] rows counted from the padding
         mask past `position_offset`."""
-        table = ops.cast(self.position_embedding, self.compute_dtype)
+        # Cast the rows read, not the whole table (a mixed-precision policy casts every call).
         if not self.position_offset:
-            return table[None, :ops.shape(token_ids)[1]]
-        if padding_mask is None:
+            rows = self.position_embedding[:ops.shape(token_ids)[1]][None]
+        elif padding_mask is None:
             raise ValueError("BertEmbeddings with position_offset > 0 numbers positions "
                              "from the padding mask: pass padding_mask.")
-        mask = ops.cast(padding_mask, "int32")
-        positions = ops.cumsum(mask, axis=1) * mask + (self.position_offset - 1)  # [B, T]
-        return ops.take(table, positions, axis=0)
+        else:
+            mask = ops.cast(padding_mask, "int32")
+            positions = ops.cumsum(mask, axis=1) * mask + (self.position_offset - 1)  # [B, T]
+            rows = ops.take(self.position_embedding, positions, axis=0)
+        return ops.cast(rows, self.compute_dtype)
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None,
                              padding_mask_shape=None):
