@@ -86,9 +86,9 @@ def _model_to_convert(source):
 
 
 def _tokenize(args):
-    from keras_bert_suite import BertTokenizer
+    from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
 
-    tokenizer = BertTokenizer.from_preset(args.preset)
+    tokenizer = tokenizer_from_preset(args.preset)
     texts = args.text or [line.rstrip("\n") for line in sys.stdin]
     for text, ids in zip(texts, tokenizer.encode_batch(texts)):
         print(json.dumps({"text": text, "token_ids": ids,

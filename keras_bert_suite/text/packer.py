@@ -1,4 +1,5 @@
-"""SegmentPacker: token id segments -> `[CLS] a [SEP] b [SEP]` + segment ids + padding mask.
+"""SegmentPacker: token id segments -> `[CLS] a [SEP] b [SEP]` (or RoBERTa's
+`<s> a </s></s> b </s>`) + segment ids + padding mask.
 
 Core TensorFlow ops only (no `TFText>RoundRobinTrim`), so the packed graph is served by any
 TF Serving >= 2.12.
@@ -11,6 +12,8 @@ from keras_bert_suite.text import truncation
 from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 
+LAYOUTS = ("bert", "roberta")
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class SegmentPacker(PreprocessingLayer):
@@ -21,6 +24,9 @@ class SegmentPacker(PreprocessingLayer):
         cls_token_id, sep_token_id, pad_token_id: ids of [CLS], [SEP], [PAD].
         truncate: "round_robin" (tf-text's RoundRobinTrimmer) or "longest_first" (Hugging
             Face); see truncation.py. Every non-empty segment keeps at least one token.
+        layout: "bert" (`[CLS] a [SEP] b [SEP]`, segment ids 0, 1, ...) or "roberta"
+            (`<s> a </s></s> b </s>`: each later segment opens with one more separator, and
+            every segment id is 0, as RoBERTa and XLM-R have one segment row).
 
     Call: a segment or a tuple/list of segments, each [B, None] (ragged or dense) or [T] ids
     of one example. Returns {"token_ids", "segment_ids", "padding_mask"}: int32,
@@ -29,24 +35,29 @@ class SegmentPacker(PreprocessingLayer):
     """
 
     def __init__(self, sequence_length, cls_token_id, sep_token_id, pad_token_id=0,
-                 truncate="round_robin", **kwargs):
+                 truncate="round_robin", layout="bert", **kwargs):
         super().__init__(**kwargs)
         if truncate not in truncation.STRATEGIES:
             raise ValueError(f"truncate must be one of {truncation.STRATEGIES}, got {truncate!r}.")
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}.")
         _check_length(sequence_length, num_segments=1)
         self.sequence_length = int(sequence_length)
         self.cls_token_id = int(cls_token_id)
         self.sep_token_id = int(sep_token_id)
         self.pad_token_id = int(pad_token_id)
         self.truncate = truncate
+        self.layout = layout
 
     @tf.autograph.experimental.do_not_convert  # plain TF code
     def call(self, segments):
         segments = list(segments) if isinstance(segments, (tuple, list)) else [segments]
-        _check_length(self.sequence_length, len(segments))
+        _check_length(self.sequence_length, len(segments), self.layout)
         segments, unbatched = _as_ragged_batch(segments)
         lengths = tf.stack([tf.cast(s.row_lengths(), tf.int32) for s in segments], axis=1)  # [B, S]
-        budget = self.sequence_length - len(segments) - 1  # room left by [CLS] and the [SEP]s
+        opening = [0] + [1 if self.layout == "roberta" else 0] * (len(segments) - 1)
+        # room left by [CLS], the [SEP]s and RoBERTa's opening separators
+        budget = self.sequence_length - len(segments) - 1 - sum(opening)
         kept = tf.cast(truncation.allocate(lengths, budget, self.truncate), tf.int64)  # [B, S]
 
         # Every output position is filled by dense ops on [B, sequence_length]: where each
@@ -54,7 +65,8 @@ class SegmentPacker(PreprocessingLayer):
         # and concatenation computed the same with ~950 ops per segment to trace and
         # instantiate (their shape checks); this graph has ~20 per segment.
         position = tf.range(self.sequence_length, dtype=tf.int64)[None, :]  # [1, L]
-        starts = 1 + tf.cumsum(kept + 1, axis=1, exclusive=True)  # [B, S]: after [CLS] and [SEP]s
+        starts = 1 + tf.cumsum(kept + 1 + tf.constant(opening, tf.int64), axis=1,
+                               exclusive=True) + tf.constant(opening, tf.int64)  # [B, S]
         token_ids = tf.where(position == 0, tf.constant(self.cls_token_id, tf.int32),
                              tf.constant(self.pad_token_id, tf.int32))  # [1, L]
         segment_ids = tf.zeros_like(token_ids)
@@ -66,12 +78,14 @@ class SegmentPacker(PreprocessingLayer):
             values = tf.concat([segment.values, tf.zeros([1], tf.int32)], axis=0)
             index = tf.where(inside, segment.row_starts()[:, None] + offset,
                              tf.shape(segment.values, out_type=tf.int64)[0])
-            separator = offset == count
+            separator = (offset == count) | ((offset == -1) & (opening[i] == 1))
             token_ids = tf.where(inside, tf.gather(values, index), token_ids)
             token_ids = tf.where(separator, tf.constant(self.sep_token_id, tf.int32), token_ids)
-            segment_ids = tf.where(inside | separator, tf.constant(i, tf.int32), segment_ids)
+            segment_id = i if self.layout == "bert" else 0
+            segment_ids = tf.where(inside | separator, tf.constant(segment_id, tf.int32),
+                                   segment_ids)
         # Positions past the last [SEP] were never written: padding, segment 0.
-        total = 1 + tf.reduce_sum(kept + 1, axis=1, keepdims=True)  # [B, 1] ids in the row
+        total = 1 + tf.reduce_sum(kept + 1, axis=1, keepdims=True) + sum(opening)  # [B, 1]
         outputs = {"token_ids": token_ids, "segment_ids": segment_ids,
                    "padding_mask": tf.cast(position < total, tf.int32)}
         if unbatched:
@@ -86,18 +100,24 @@ class SegmentPacker(PreprocessingLayer):
             "sep_token_id": self.sep_token_id,
             "pad_token_id": self.pad_token_id,
             "truncate": self.truncate,
+            "layout": self.layout,
         })
         return config
 
 
-def _check_length(sequence_length, num_segments):
-    needed = 2 * num_segments + 1  # [CLS], one [SEP] per segment, one token per segment
+def special_token_count(num_segments, layout):
+    """[CLS], one [SEP] per segment, and RoBERTa's opening separators."""
+    return num_segments + 1 + (num_segments - 1 if layout == "roberta" else 0)
+
+
+def _check_length(sequence_length, num_segments, layout="bert"):
+    needed = special_token_count(num_segments, layout) + num_segments  # + a token of each
     if not isinstance(sequence_length, int) or isinstance(sequence_length, bool) \
             or sequence_length < needed:
         raise ValueError(
-            f"sequence_length={sequence_length!r} is too small for {num_segments} segment(s): "
-            f"[CLS], {num_segments} [SEP] and at least one token of each segment need "
-            f"{needed}. Use sequence_length >= {needed}.")
+            f"sequence_length={sequence_length!r} is too small for {num_segments} segment(s) "
+            f"in the {layout!r} layout: the special tokens and at least one token of each "
+            f"segment need {needed}. Use sequence_length >= {needed}.")
 
 
 def _as_ragged_batch(segments):

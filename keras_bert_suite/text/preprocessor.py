@@ -5,28 +5,32 @@ import keras
 import tensorflow as tf
 
 from keras_bert_suite.text.packer import SegmentPacker
+from keras_bert_suite.text.packer import special_token_count
 from keras_bert_suite.text.preprocessing_layer import STRINGS
 from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
-from keras_bert_suite.text.tokenizer import BertTokenizer
+from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
+from keras_bert_suite.text.tokenizer_base import Tokenizer
 from keras_bert_suite.text.utf8 import sanitize_utf8
 
 
 class TokenizingPreprocessor(PreprocessingLayer):
-    """Base of the preprocessors: a `BertTokenizer`, the packed `sequence_length` and a
-    `SegmentPacker` for it; `get_config` / `from_config` carry the tokenizer. Subclasses add
+    """Base of the preprocessors: a tokenizer (`BertTokenizer`, `BytePairTokenizer` or
+    `SentencePieceTokenizer`), the packed `sequence_length` and a `SegmentPacker` in the
+    tokenizer's layout; `get_config` / `from_config` carry the tokenizer. Subclasses add
     their own arguments to both."""
 
     def __init__(self, tokenizer, sequence_length, truncate="round_robin", **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(tokenizer, BertTokenizer):
-            raise ValueError(f"tokenizer must be a BertTokenizer, got {type(tokenizer).__name__}.")
+        if not isinstance(tokenizer, Tokenizer):
+            raise ValueError("tokenizer must be a BertTokenizer, BytePairTokenizer or "
+                             f"SentencePieceTokenizer, got {type(tokenizer).__name__}.")
         self.tokenizer = tokenizer
         self.sequence_length = sequence_length
         self.packer = SegmentPacker(
             sequence_length, tokenizer.cls_token_id, tokenizer.sep_token_id,
-            tokenizer.pad_token_id, truncate=truncate)
+            tokenizer.pad_token_id, truncate=truncate, layout=tokenizer.packer_layout)
 
     def get_config(self):
         config = super().get_config()
@@ -46,7 +50,8 @@ class BertPreprocessor(TokenizingPreprocessor):
     """Tokenizes and packs text into {"token_ids", "segment_ids", "padding_mask"}.
 
     Args:
-        tokenizer: a `BertTokenizer` (its vocabulary needs [CLS], [SEP] and [PAD]).
+        tokenizer: a `BertTokenizer`, `BytePairTokenizer` or `SentencePieceTokenizer` (its
+            vocabulary needs the cls, sep and pad special tokens).
         sequence_length: length of the packed rows.
         truncate: "round_robin" or "longest_first" (see `SegmentPacker`).
 
@@ -89,7 +94,8 @@ class BertPreprocessor(TokenizingPreprocessor):
 
     def _pack_with_truncation(self, *strings):
         ids = tuple(self.tokenizer(sanitize_utf8(s)) for s in strings)
-        needed = sum(tf.cast(s.row_lengths(), tf.int32) for s in ids) + len(ids) + 1
+        needed = sum(tf.cast(s.row_lengths(), tf.int32) for s in ids) + special_token_count(
+            len(ids), self.packer.layout)
         return self.packer(ids), needed > self.sequence_length
 
     def get_config(self):
@@ -97,7 +103,7 @@ class BertPreprocessor(TokenizingPreprocessor):
 
     @classmethod
     def from_preset(cls, preset, sequence_length=128, truncate="round_robin", **tokenizer_kwargs):
-        """The preset's tokenizer (see `BertTokenizer.from_preset`) with a packer."""
-        tokenizer = BertTokenizer.from_preset(preset, **tokenizer_kwargs)
+        """The preset's tokenizer (see `tokenizer_from_preset`) with a packer."""
+        tokenizer = tokenizer_from_preset(preset, **tokenizer_kwargs)
         return cls(tokenizer, sequence_length=sequence_length, truncate=truncate)
 

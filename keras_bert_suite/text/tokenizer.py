@@ -40,18 +40,18 @@ from keras_bert_suite.text import offset_alignment
 from keras_bert_suite.text import row_routing
 from keras_bert_suite.text import vocab_io
 from keras_bert_suite.text.normalizer import BertNormalizer
-from keras_bert_suite.text.preprocessing_layer import PreprocessingLayer
-from keras_bert_suite.text.preprocessing_layer import to_string_tensor
+from keras_bert_suite.text.tokenizer_base import Tokenizer
 from keras_bert_suite.text.word_splitter import WordSplitter
 from keras_bert_suite.text.wordpiece import WordPiece
 
 # The vocabulary an uncased built-in preset without one of its own falls back to
 # (bert-base-uncased's 30,522 tokens, as shipped with all-MiniLM-L6-v2).
 DEFAULT_UNCASED_CHECKPOINT = "all-MiniLM-L6-v2"
+DEFAULT_UNCASED_SIZE = 30522
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertTokenizer(PreprocessingLayer):
+class BertTokenizer(Tokenizer):
     """WordPiece tokenizer with original-BERT semantics.
 
     Args:
@@ -79,12 +79,7 @@ class BertTokenizer(PreprocessingLayer):
                 or isinstance(max_input_chars_per_word, bool) or max_input_chars_per_word < 1):
             raise ValueError("max_input_chars_per_word must be a positive int, got "
                              f"{max_input_chars_per_word!r}.")
-        # Plain containers: Keras' attribute tracking would walk all 30k tokens of the list
-        # and the dict (about 1 s per tokenizer, paid by every preset and `.keras` load).
-        vocabulary = vocab_io.load_vocabulary(vocabulary)
-        object.__setattr__(self, "vocabulary", vocabulary)
-        object.__setattr__(self, "_token_index",
-                           {token: i for i, token in enumerate(vocabulary)})
+        self._index_vocabulary(vocab_io.load_vocabulary(vocabulary))
         self.lowercase = bool(lowercase)
         self.max_input_chars_per_word = int(max_input_chars_per_word)
         self._normalizer = BertNormalizer(self.lowercase)
@@ -92,65 +87,18 @@ class BertTokenizer(PreprocessingLayer):
         self._wordpiece = WordPiece(
             self.vocabulary, vocab_io.UNKNOWN_TOKEN, self.max_input_chars_per_word)
 
-    # === vocabulary ===
+    special_tokens = {"unknown": vocab_io.UNKNOWN_TOKEN, "cls": vocab_io.CLS_TOKEN,
+                      "sep": vocab_io.SEP_TOKEN, "pad": vocab_io.PAD_TOKEN,
+                      "mask": vocab_io.MASK_TOKEN}
 
-    def vocabulary_size(self):
-        return len(self.vocabulary)
+    def _starts_word(self, token):
+        return not token.startswith("##")
 
-    def get_vocabulary(self):
-        return list(self.vocabulary)
-
-    def id_to_token(self, id):
-        if not isinstance(id, (int, np.integer)) or not 0 <= id < len(self.vocabulary):
-            raise ValueError(f"id must be an int in [0, {len(self.vocabulary)}), got {id!r}.")
-        return self.vocabulary[id]
-
-    def token_to_id(self, token):
-        if token not in self._token_index:
-            raise ValueError(f"{token!r} is not in the vocabulary (it would tokenize to "
-                             f"{vocab_io.UNKNOWN_TOKEN} or to several pieces).")
-        return self._token_index[token]
-
-    @property
-    def unknown_token_id(self):
-        return vocab_io.require_token(self._token_index, vocab_io.UNKNOWN_TOKEN, "WordPiece")
-
-    @property
-    def cls_token_id(self):
-        return vocab_io.require_token(self._token_index, vocab_io.CLS_TOKEN, "packing segments")
-
-    @property
-    def sep_token_id(self):
-        return vocab_io.require_token(self._token_index, vocab_io.SEP_TOKEN, "packing segments")
-
-    @property
-    def pad_token_id(self):
-        return vocab_io.require_token(self._token_index, vocab_io.PAD_TOKEN, "padding")
-
-    @property
-    def mask_token_id(self):
-        return vocab_io.require_token(self._token_index, vocab_io.MASK_TOKEN, "masked-LM pretraining")
+    def _how_to_add(self, token):
+        return (f"Add a line {token} to vocab.txt (learn_vocabulary reserves "
+                f"{', '.join(vocab_io.RESERVED_TOKENS)}).")
 
     # === in-graph tokenization ===
-
-    @tf.autograph.experimental.do_not_convert  # plain TF code; converting it only costs time
-    def call(self, inputs):
-        strings, restore = _flatten(to_string_tensor(inputs))
-        return restore(self.compiled("ids", self._tokenize)(strings))
-
-    @tf.autograph.experimental.do_not_convert
-    def tokenize_with_offsets(self, inputs):
-        """Returns (ids, starts, ends), each shaped like `call`'s output.
-
-        Offsets are int64 BYTE offsets into the original UTF-8 string: `inputs[i][start:end]`
-        (bytes) is the text a piece came from, "##" excluded. For input that is not valid UTF-8
-        they refer to the string after each ill-formed sequence became U+FFFD. Pieces of one
-        word whose normalization changed its length are mapped character by character (see
-        offset_alignment.py), as the reference's alignments do.
-        """
-        strings, restore = _flatten(to_string_tensor(inputs))
-        ids, starts, ends = self.compiled("offsets", self._tokenize_with_offsets)(strings)
-        return restore(ids), restore(starts), restore(ends)
 
     @tf.autograph.experimental.do_not_convert
     def detokenize(self, ids):
@@ -210,39 +158,6 @@ class BertTokenizer(PreprocessingLayer):
         starts, ends = offset_alignment.to_original_offsets(starts, ends, normalized)
         return ids, starts, ends
 
-    # === Python batch API ===
-
-    def encode_batch(self, texts):
-        """list of str -> list of lists of int ids (no special tokens)."""
-        ids = self.compiled("ids", self._tokenize)(self._python_batch(texts))
-        return ids.to_list()
-
-    def encode_batch_with_offsets(self, texts):
-        """list of str -> (ids, offsets): offsets[i][j] = (start, end) CHARACTER offsets into
-        texts[i] (Python str indices, as `tokenizers` reports them)."""
-        texts = self._check_texts(texts)
-        ids, starts, ends = self.compiled("offsets", self._tokenize_with_offsets)(
-            self._python_batch(texts))
-        offsets = []
-        for text, row_starts, row_ends in zip(texts, starts.to_list(), ends.to_list()):
-            to_char = _byte_to_char_index(text)
-            offsets.append([(to_char[s], to_char[e]) for s, e in zip(row_starts, row_ends)])
-        return ids.to_list(), offsets
-
-    def _check_texts(self, texts):
-        if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
-            raise ValueError(f"texts must be a list of str, got {type(texts).__name__} "
-                             "(wrap a single text in a list).")
-        for text in texts:
-            if not isinstance(text, str):
-                raise ValueError(f"texts must be a list of str; found {type(text).__name__}.")
-        return texts
-
-    def _python_batch(self, texts):
-        texts = self._check_texts(texts)
-        return tf.constant([t.encode("utf-8", "surrogatepass") for t in texts], tf.string,
-                           shape=[len(texts)])
-
     # === Keras plumbing ===
 
     def get_config(self):
@@ -271,30 +186,20 @@ class BertTokenizer(PreprocessingLayer):
             if not kwargs["lowercase"]:
                 raise ValueError(
                     f"Preset {preset!r} is a cased architecture without a vocabulary of its own, "
-                    "and there is no packaged cased one. Pass vocabulary= (a vocab.txt path or "
-                    "a list of tokens), e.g. one made by keras_bert_suite.text.learn_vocabulary.")
+                    "and there is no packaged cased one. Load its checkpoint directory (a "
+                    "transformers directory brings its vocab.txt, vocab.json + merges.txt or "
+                    "SentencePiece model), or pass vocabulary= (a vocab.txt path or a list of "
+                    "tokens), e.g. one made by keras_bert_suite.text.learn_vocabulary.")
             from keras_bert_suite.checkpoints import packaged_checkpoint_dir
 
             vocabulary = os.path.join(packaged_checkpoint_dir(DEFAULT_UNCASED_CHECKPOINT), "vocab.txt")
+            size = checkpoint.config.get("vocabulary_size")
+            if size != DEFAULT_UNCASED_SIZE:
+                raise ValueError(
+                    f"Preset {preset!r} is an architecture with a vocabulary of {size} tokens "
+                    f"and none of its own; the packaged uncased vocabulary has "
+                    f"{DEFAULT_UNCASED_SIZE}. Load its checkpoint directory (a transformers "
+                    "directory brings its vocab.txt, vocab.json + merges.txt or SentencePiece "
+                    "model), or pass vocabulary=.")
         return cls(vocabulary, **kwargs)
 
-
-def _flatten(strings):
-    """Accepts a scalar or a vector of strings; returns [B] and a function restoring the rank."""
-    rank = strings.shape.rank
-    if isinstance(strings, tf.RaggedTensor) or rank is None or rank > 1:
-        raise ValueError(
-            "BertTokenizer takes a scalar string or a 1-D batch of strings, got shape "
-            f"{strings.shape}. Flatten the batch (or map the tokenizer before batching).")
-    if rank == 1:
-        return strings, lambda result: result
-    return tf.reshape(strings, [1]), lambda result: result.values
-
-
-def _byte_to_char_index(text):
-    """Array mapping every UTF-8 byte offset of `text` (0..len inclusive) to a str index."""
-    if text.isascii():
-        return range(len(text) + 1)
-    sizes = np.array([len(c.encode("utf-8", "surrogatepass")) for c in text], np.int64)
-    index = np.repeat(np.arange(len(text)), sizes)
-    return np.append(index, len(text))

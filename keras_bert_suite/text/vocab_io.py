@@ -65,11 +65,3 @@ def _check(tokens, source):
         raise ValueError(f"{source} has no {UNKNOWN_TOKEN} token, which WordPiece emits for words it "
                          f"cannot spell. Add {UNKNOWN_TOKEN} (learn_vocabulary reserves it).")
 
-
-def require_token(vocabulary_index, token, needed_for):
-    """The id of a special token, or a ValueError saying who needs it and how to fix it."""
-    if token not in vocabulary_index:
-        raise ValueError(
-            f"The vocabulary has no {token} token, which {needed_for} needs. Add a line {token} to "
-            f"vocab.txt (learn_vocabulary reserves {', '.join(RESERVED_TOKENS)}).")
-    return vocabulary_index[token]

@@ -1,12 +1,13 @@
-"""Word-level view of WordPiece output: which pieces start a word, and each word's text."""
+"""Word-level view of tokenizer output: which pieces start a word, and each word's text."""
 
 import tensorflow as tf
 
 
-def word_starts(ids, vocabulary):
-    """ids [B, None] ragged -> [B, None] bool: True where a piece begins a word (not "##..."; the
-    first piece of a row always does)."""
-    continuation = tf.constant([token.startswith("##") for token in vocabulary])
+def word_starts(ids, tokenizer):
+    """ids [B, None] ragged -> [B, None] bool: True where a piece begins a word by the
+    tokenizer's rule ("##" continues a WordPiece word, "Ġ" / "▁" begin BPE / SentencePiece
+    words); the first piece of a row always does."""
+    continuation = tf.constant(~tokenizer.word_start_flags())
     first_in_row = tf.ragged.range(ids.row_lengths()) == 0
     return ids.with_values(~tf.gather(continuation, ids.values) | first_in_row.values)
 

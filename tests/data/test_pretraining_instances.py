@@ -91,9 +91,8 @@ def test_static_masking_statistics(masked, uncased_tokenizer):
 
 @pytest.mark.real
 def test_whole_word_masking_never_splits_a_word(sotu_documents, uncased_tokenizer):
-    from keras_bert_suite.tasks.pretrainer.static_masking import continuation_table
-
-    is_cont = continuation_table(uncased_tokenizer.get_vocabulary())
+    
+    is_cont = ~uncased_tokenizer.word_start_flags()
     specials = {uncased_tokenizer.cls_token_id, uncased_tokenizer.sep_token_id}
     instances = create_pretraining_instances(sotu_documents[:3], uncased_tokenizer,
                                              dupe_factor=2, whole_word_masking=True, seed=5)

@@ -38,3 +38,13 @@ def test_every_family_is_listed():
     for family_preset in ("roberta_large", "xlm_roberta_large", "distilbert_base_cased",
                           "electra_large_discriminator", "albert_xxlarge_v2"):
         assert family_preset in names and "architecture only" in names[family_preset]
+
+
+@pytest.mark.parametrize("name", ["roberta_base", "xlm_roberta_base", "albert_base_v2"])
+def test_architecture_presets_do_not_borrow_bert_vocabulary(name):
+    """A family architecture has no tokenizer of its own: asking for one says where to get
+    it instead of silently using bert-base-uncased's vocabulary."""
+    from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
+
+    with pytest.raises(ValueError, match="Load its checkpoint directory"):
+        tokenizer_from_preset(name)

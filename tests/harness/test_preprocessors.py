@@ -57,6 +57,19 @@ def test_segment_packer():
         "padding_mask": np.ones((2, 8), "int32")})
 
 
+def test_segment_packer_roberta_layout():
+    packer = SegmentPacker(sequence_length=10, cls_token_id=0, sep_token_id=2,
+                           pad_token_id=1, truncate="longest_first", layout="roberta")
+    a = tf.ragged.constant([[5, 6, 7], [5]], dtype=tf.int32)
+    b = tf.ragged.constant([[8, 9], [8, 9, 10, 11, 12, 13]], dtype=tf.int32)
+    # <s> a </s></s> b </s>: row 1 needs 4 + 1 + 6 = 11 > 10, so b loses its last piece.
+    run_preprocessor_test(packer, (a, b), expected_output={
+        "token_ids": np.array([[0, 5, 6, 7, 2, 2, 8, 9, 2, 1],
+                               [0, 5, 2, 2, 8, 9, 10, 11, 12, 2]], "int32"),
+        "segment_ids": np.zeros((2, 10), "int32"),
+        "padding_mask": np.array([[1] * 9 + [0], [1] * 10], "int32")})
+
+
 def test_bert_preprocessor(tokenizer, ids):
     preprocessor = BertPreprocessor(tokenizer, sequence_length=12, truncate="longest_first")
     row = ids("[CLS] hello , world ! [SEP] a good drama . [SEP]")  # 11 of 12

@@ -59,3 +59,4 @@ SMALL_VOCABULARY = [
 @pytest.fixture(scope="session")
 def small_tokenizer():
     return BertTokenizer(SMALL_VOCABULARY)
+

@@ -12,7 +12,7 @@ import tensorflow as tf
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
 from keras_bert_suite.text.preprocessor import BertPreprocessor
-from keras_bert_suite.text.tokenizer import BertTokenizer
+from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -20,7 +20,7 @@ class MultipleChoicePreprocessor(BertPreprocessor):
     """Packs every (context, choice) pair.
 
     Args:
-        tokenizer: a `BertTokenizer`.
+        tokenizer: a `BertTokenizer`, `BytePairTokenizer` or `SentencePieceTokenizer`.
         sequence_length: length of each packed pair.
         truncate: "longest_first" (default) or "round_robin" (see `SegmentPacker`).
 
@@ -57,7 +57,7 @@ class MultipleChoicePreprocessor(BertPreprocessor):
     @classmethod
     def from_preset(cls, preset, sequence_length=128, truncate="longest_first",
                     **tokenizer_kwargs):
-        return cls(BertTokenizer.from_preset(preset, **tokenizer_kwargs), sequence_length,
+        return cls(tokenizer_from_preset(preset, **tokenizer_kwargs), sequence_length,
                    truncate)
 
 

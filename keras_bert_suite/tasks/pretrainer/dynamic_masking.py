@@ -23,8 +23,8 @@ Output: `(x, y)`, P = max_predictions_per_seq:
 Selection follows masking.py (the original's rules) with core TF ops:
 * eligible: real tokens (padding_mask) that are not [CLS], [SEP] or [PAD];
 * per row, `num_to_predict = min(P, max(1, round(num_real_tokens * mask_selection_rate)))`;
-* units (tokens, or whole words with `whole_word_masking`: a "##" piece joins the word before
-  it) are taken in a random order while the running count stays <= num_to_predict. Unlike the
+* units (tokens, or whole words with `whole_word_masking`: a piece that continues a word by
+  the tokenizer's rule, "##" in WordPiece, joins the word before it) are taken in a random order while the running count stays <= num_to_predict. Unlike the
   original, which skips a word that does not fit and tries later ones, the first word that
   does not fit ends the selection (words longer than num_to_predict are never candidates), so
   whole-word masking can select a token or two fewer than num_to_predict;
@@ -66,10 +66,11 @@ class DynamicMasker:
 
     @classmethod
     def from_tokenizer(cls, tokenizer, **kwargs):
-        """Special-token ids from a BertTokenizer (ValueError if [MASK]/[CLS]/[SEP] lack)."""
+        """Special-token ids and word starts from a tokenizer (ValueError if the mask, cls or sep
+        token lacks)."""
         vocabulary = tokenizer.get_vocabulary()
         if kwargs.get("whole_word_masking"):
-            kwargs.setdefault("is_continuation", masking.continuation_table(vocabulary))
+            kwargs.setdefault("is_continuation", ~tokenizer.word_start_flags())
         return cls(len(vocabulary), tokenizer.mask_token_id, tokenizer.cls_token_id,
                    tokenizer.sep_token_id, tokenizer.pad_token_id, **kwargs)
 

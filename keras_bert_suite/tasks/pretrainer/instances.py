@@ -127,7 +127,7 @@ def masking_config(tokenizer, masked_lm_prob=0.15, max_predictions_per_seq=20,
         masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
         mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
         whole_word_masking=whole_word_masking,
-        is_continuation=masking.continuation_table(vocabulary) if whole_word_masking else None)
+        is_continuation=~tokenizer.word_start_flags() if whole_word_masking else None)
 
 
 def instances_from_token_documents(all_documents, rng, config, sequence_length=128,

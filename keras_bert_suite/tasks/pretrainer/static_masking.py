@@ -5,8 +5,8 @@ every document `dupe_factor` times with different masks). For a new mask every e
 dynamic_masking.py instead. The algorithm, on token ids:
 
 1. Candidates: every position except [CLS] and [SEP] (instances carry no padding yet). With
-   `whole_word_masking`, a "##" continuation piece joins the candidate group of the piece
-   right before it, so a word is chosen or left as a whole. (A "##" piece right after [CLS] or
+   `whole_word_masking`, a piece that continues a word (by the tokenizer's rule: "##" in
+   WordPiece) joins the candidate group of the piece right before it, so a word is chosen or left as a whole. (A "##" piece right after [CLS] or
    [SEP] — a segment cut mid-word — starts a group of its own; the original appended it to the
    last word of the previous segment.)
 2. `num_to_predict = min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))`
@@ -37,14 +37,15 @@ class MaskingConfig:
     mask_token_rate: float = 0.8
     random_token_rate: float = 0.1
     whole_word_masking: bool = False
-    # [V] bool: True for "##" continuation pieces (needed by whole_word_masking only).
+    # [V] bool: True for pieces that continue a word ("##" in WordPiece; needed by
+    # whole_word_masking only).
     is_continuation: np.ndarray = None
 
     def __post_init__(self):
         check_rates(self.masked_lm_prob, self.max_predictions_per_seq, self.mask_token_rate,
                     self.random_token_rate)
         if self.whole_word_masking and self.is_continuation is None:
-            raise ValueError("whole_word_masking needs is_continuation (see continuation_table).")
+            raise ValueError("whole_word_masking needs is_continuation (~tokenizer.word_start_flags()).")
 
 
 def check_rates(masked_lm_prob, max_predictions_per_seq, mask_token_rate, random_token_rate):
@@ -57,11 +58,6 @@ def check_rates(masked_lm_prob, max_predictions_per_seq, mask_token_rate, random
         raise ValueError(
             "mask_token_rate and random_token_rate must be >= 0 with a sum <= 1 (the rest stays "
             f"unchanged), got {mask_token_rate!r} and {random_token_rate!r}.")
-
-
-def continuation_table(vocabulary):
-    """[V] bool numpy array: which vocabulary entries are "##" WordPiece continuations."""
-    return np.array([token.startswith("##") for token in vocabulary], dtype=bool)
 
 
 def mask_instance(token_ids, config, rng):

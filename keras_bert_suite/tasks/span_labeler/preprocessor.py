@@ -32,7 +32,7 @@ import tensorflow as tf
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
 from keras_bert_suite.text.preprocessor import TokenizingPreprocessor
-from keras_bert_suite.text.tokenizer import BertTokenizer
+from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
 from keras_bert_suite.text.utf8 import char_to_byte_offset, sanitize_utf8
 from keras_bert_suite.text.windows import Windows
 
@@ -74,7 +74,7 @@ class SpanLabelerPreprocessor(TokenizingPreprocessor):
     """Windows (question, context) pairs for `BertSpanLabeler`.
 
     Args:
-        tokenizer: a `BertTokenizer`.
+        tokenizer: a `BertTokenizer`, `BytePairTokenizer` or `SentencePieceTokenizer`.
         sequence_length: length of every window, special tokens included (run_squad: 384).
         doc_stride: the next window starts this many context pieces later (run_squad: 128).
         max_question_length: a longer question keeps its first pieces; default run_squad's
@@ -190,8 +190,8 @@ class SpanLabelerPreprocessor(TokenizingPreprocessor):
     @classmethod
     def from_preset(cls, preset, sequence_length=384, doc_stride=128, max_question_length=None,
                     **tokenizer_kwargs):
-        """The preset's tokenizer (see `BertTokenizer.from_preset`) with these windows."""
-        return cls(BertTokenizer.from_preset(preset, **tokenizer_kwargs), sequence_length,
+        """The preset's tokenizer (see `tokenizer_from_preset`) with these windows."""
+        return cls(tokenizer_from_preset(preset, **tokenizer_kwargs), sequence_length,
                    doc_stride, max_question_length)
 
 

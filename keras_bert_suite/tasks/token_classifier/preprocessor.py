@@ -28,7 +28,7 @@ import tensorflow as tf
 from keras_bert_suite.text.preprocessing_layer import to_numpy_if_eager
 from keras_bert_suite.text.preprocessing_layer import to_string_tensor
 from keras_bert_suite.text.preprocessor import TokenizingPreprocessor
-from keras_bert_suite.text.tokenizer import BertTokenizer
+from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
 from keras_bert_suite.text.utf8 import sanitize_utf8
 from keras_bert_suite.text.windows import Windows
 from keras_bert_suite.text.words import group_words, word_starts
@@ -63,7 +63,7 @@ class TokenClassifierPreprocessor(TokenizingPreprocessor):
     """Chunks words (or raw text) for `BertTokenClassifier`.
 
     Args:
-        tokenizer: a `BertTokenizer`.
+        tokenizer: a `BertTokenizer`, `BytePairTokenizer` or `SentencePieceTokenizer`.
         sequence_length: length of every chunk, [CLS] and [SEP] included.
 
     Call: `x` is pre-split words (a `tf.RaggedTensor` [B, None] of strings, or a list of
@@ -138,7 +138,7 @@ class TokenClassifierPreprocessor(TokenizingPreprocessor):
         if text.shape.rank != 1:
             raise ValueError(f"Raw text must be [B] strings, got shape {text.shape}.")
         pieces, piece_starts, piece_ends = self.tokenizer.tokenize_with_offsets(text)
-        starts = word_starts(pieces, self.tokenizer.vocabulary)  # [B, None] bool
+        starts = word_starts(pieces, self.tokenizer)  # [B, None] bool
         _, word_row, word_begin, word_end = group_words(starts, piece_starts, piece_ends)
         batch = tf.shape(text, out_type=tf.int64)[0]
         num_words = tf.math.bincount(word_row, minlength=batch, maxlength=batch,
@@ -163,7 +163,7 @@ class TokenClassifierPreprocessor(TokenizingPreprocessor):
 
     @classmethod
     def from_preset(cls, preset, sequence_length=128, **tokenizer_kwargs):
-        return cls(BertTokenizer.from_preset(preset, **tokenizer_kwargs), sequence_length)
+        return cls(tokenizer_from_preset(preset, **tokenizer_kwargs), sequence_length)
 
 
 def as_words(x):

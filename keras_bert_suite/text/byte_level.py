@@ -1,0 +1,109 @@
+"""Byte-level pre-tokenization (GPT-2, RoBERTa): text -> words with byte offsets, and the
+byte -> printable-character table that byte-level BPE vocabularies are written in.
+
+The split is `tokenizers`' ByteLevel pre-tokenizer regex,
+
+    's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+
+
+computed with RE2 (tf-text's `RegexSplitWithOffsets`), which has no look-ahead. The
+`\\s+(?!\\S)` rule only decides what happens to a white-space run W before a non-space
+character: W minus its last character is one word, and that last character is either the
+leading space of the next word (when it is U+0020, the ` ?` of the next rule) or a word of its
+own. So the text is first split into white-space runs and the runs between them; each run
+between is split by the rules without white space, starting one byte early when it inherits
+a space. No marker characters are inserted, so no user text can collide with them.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_suite.text import row_routing
+
+_CONTRACTIONS = "'s|'t|'re|'ve|'m|'ll|'d"
+# Unicode White_Space, what the reference's `\s` matches (RE2's `\s` is ASCII only).
+SPACE_CHARS = (r"\t\n\x{0b}\x{0c}\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
+                r"\x{202f}\x{205f}\x{3000}")
+
+
+class _Rules:
+    """The regexes of one character repertoire: RE2 runs the Unicode classes 3x slower, so
+    rows of ASCII text take the classes' ASCII parts, which decide the same for them."""
+
+    def __init__(self, space, letter, number):
+        self.space_run = f"[{space}]+"
+        self.word = (f"{_CONTRACTIONS}| ?[{letter}]+| ?[{number}]+"
+                     f"| ?[^{space}{letter}{number}]+")
+
+
+_UNICODE = _Rules(SPACE_CHARS, r"\p{L}", r"\p{N}")
+_ASCII = _Rules(r"\t\n\x{0b}\x{0c}\r ", "A-Za-z", "0-9")
+
+
+def byte_to_unicode():
+    """The 256 bytes -> 256 printable characters of GPT-2's vocabularies (printable Latin-1
+    bytes stand for themselves, the rest are shifted to U+0100 and up: " " -> "Ġ")."""
+    kept = set(range(ord("!"), ord("~") + 1)) | set(range(ord("¡"), ord("¬") + 1)) | set(
+        range(ord("®"), ord("ÿ") + 1))
+    table, shifted = {}, 0
+    for byte in range(256):
+        if byte in kept:
+            table[byte] = chr(byte)
+        else:
+            table[byte] = chr(256 + shifted)
+            shifted += 1
+    return table
+
+
+def split_words(text):
+    """[B] valid UTF-8 strings -> (words, starts, ends): [B, None] ragged, byte offsets."""
+    # tf-text's regex split stops at a NUL byte; U+0001 falls under the same rule (neither
+    # space, letter nor number), so the boundaries are the same. Words are cut from `text`.
+    splittable = tf.strings.regex_replace(text, r"\x00", "\x01")
+    starts, ends = _split(splittable, _ASCII)
+    not_ascii = tf.strings.length(text) > tf.strings.length(text, unit="UTF8_CHAR")
+    starts, ends = row_routing.replace_rows(
+        (starts, ends), not_ascii, lambda rows: _split(tf.gather(splittable, rows), _UNICODE))
+    words = tf.strings.substr(tf.gather(text, starts.value_rowids()), starts.values,
+                              ends.values - starts.values)
+    return starts.with_values(words), starts, ends
+
+
+def _split(text, rules):
+    """[B] strings -> starts, ends [B, None]: the byte span of every word."""
+    runs, run_starts, run_ends = tf_text.regex_split_with_offsets(
+        text, rules.space_run, rules.space_run)  # [B, R]: white space and what lies between
+    # Runs alternate between white space and text, so each row's first character decides.
+    row = runs.value_rowids()
+    first_char = tf.strings.substr(text, 0, 1, unit="UTF8_CHAR")
+    row_starts_with_space = tf.strings.regex_full_match(first_char, rules.space_run)  # [B]
+    odd = tf.equal(tf.ragged.range(runs.row_lengths()).values % 2, 1)
+    is_space = tf.not_equal(tf.gather(row_starts_with_space, row), odd)  # [R]
+    has_next = tf.concat([tf.equal(row[1:], row[:-1]), [False]], axis=0)
+    last = tf.strings.substr(runs.values, -1, 1, unit="UTF8_CHAR")
+    starts, ends = run_starts.values, run_ends.values
+
+    # A white-space run followed by text: all but its last character is one word; the last
+    # one is the next word's leading space (U+0020) or a word of its own.
+    splits_off_last = is_space & has_next
+    gives_space = splits_off_last & tf.equal(last, " ")
+    head_end = tf.where(splits_off_last, ends - tf.cast(tf.strings.length(last), tf.int64), ends)
+    inherits_space = tf.concat([[False], gives_space[:-1]], axis=0) & ~is_space
+    text_starts = tf.where(inherits_space, starts - 1, starts)
+    space_words = tf.ragged.boolean_mask(  # [R, 0..2]: the head, then the last character
+        tf.stack([tf.stack([starts, head_end], 1), tf.stack([head_end, ends], 1)], 1),
+        tf.stack([is_space & (head_end > starts), splits_off_last & ~gives_space], 1))
+
+    # The runs between white space, split by the rules (from the inherited space, if any).
+    text_run = tf.where(~is_space)[:, 0]
+    text_start = tf.gather(text_starts, text_run)
+    pieces = tf.strings.substr(tf.gather(text, tf.gather(row, text_run)), text_start,
+                               tf.gather(ends, text_run) - text_start)
+    _, word_starts, word_ends = tf_text.regex_split_with_offsets(pieces, rules.word, rules.word)
+    offset = tf.gather(text_start, word_starts.value_rowids())
+    text_words = tf.RaggedTensor.from_value_rowids(  # [R, None]
+        tf.stack([offset + word_starts.values, offset + word_ends.values], 1),
+        tf.gather(text_run, word_starts.value_rowids()), nrows=tf.size(row, out_type=tf.int64))
+
+    # A run holds either space words or text words, so per-run concatenation is text order.
+    words = runs.with_values(tf.concat([space_words, text_words], axis=1)).merge_dims(1, 2)
+    return words.with_values(words.values[:, 0]), words.with_values(words.values[:, 1])

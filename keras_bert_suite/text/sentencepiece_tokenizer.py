@@ -1,0 +1,128 @@
+"""SentencePieceTokenizer: raw text -> SentencePiece ids (ALBERT, XLM-RoBERTa), in
+tensorflow-text's SentencePiece ops, which TF Serving links (since 2.4, through tf-text's
+ops_lib), so a served model takes raw text.
+
+The model proto runs as trained (its own normalization, `▁` for spaces); a `style` adds what
+the family's tokenizer does around it, as transformers' tokenizers of that family do:
+
+* "albert": ALBERT's pre-normalization (albert_normalizer.py); ids are the model's ids.
+* "xlm_roberta": no pre-normalization; ids are fairseq's, the model's shifted by one, with
+  `<s> <pad> </s> <unk>` first (the model's unknown piece becomes `<unk>` = 3) and `<mask>`
+  appended last.
+
+Special-token strings in the text ("[MASK]", "<s>") are ordinary text.
+"""
+
+import base64
+import os
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_suite.text import albert_normalizer
+from keras_bert_suite.text import byte_level
+from keras_bert_suite.text import offset_alignment
+from keras_bert_suite.text.tokenizer_base import Tokenizer
+from keras_bert_suite.text.utf8 import sanitize_utf8
+
+STYLES = {
+    "albert": {"unknown": "<unk>", "cls": "[CLS]", "sep": "[SEP]", "pad": "<pad>",
+               "mask": "[MASK]"},
+    "xlm_roberta": {"unknown": "<unk>", "cls": "<s>", "sep": "</s>", "pad": "<pad>",
+                    "mask": "<mask>"},
+}
+FAIRSEQ_FIRST_TOKENS = ["<s>", "<pad>", "</s>", "<unk>"]
+# How SentencePiece marks a piece that begins with a space, i.e. a new word.
+SPACE_MARK = "\u2581"  # "▁"
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class SentencePieceTokenizer(Tokenizer):
+    """SentencePiece tokenizer (ALBERT, XLM-RoBERTa).
+
+    Args:
+        proto: the SentencePiece model: a path (spiece.model, sentencepiece.bpe.model) or
+            its bytes. Stored in the layer config (base64).
+        style: "albert" or "xlm_roberta" (see the module docstring).
+
+    Call: strings [B] (or a scalar) -> int32 ids, a [B, None] `tf.RaggedTensor`.
+
+    Example:
+    >>> tokenizer = SentencePieceTokenizer("albert-base-v2/spiece.model", style="albert")
+    >>> tokenizer.encode_batch(["Hello world"])  # "▁hello", "▁world" in ALBERT's vocabulary
+    [[10975, 126]]
+    """
+
+    word_start_mark = SPACE_MARK
+
+    def __init__(self, proto, style="albert", **kwargs):
+        super().__init__(**kwargs)
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {sorted(STYLES)}, got {style!r}.")
+        self.proto = _load_proto(proto)
+        self.style = style
+        self.packer_layout = "roberta" if style == "xlm_roberta" else "bert"
+        self.special_tokens = dict(STYLES[style])
+        try:
+            pieces = tf.function(self._pieces)().numpy()
+        except tf.errors.InternalError as error:
+            raise ValueError(f"proto is not a SentencePiece model ({error.message.strip()}). "
+                             "Pass the .model file the model was trained with.") from None
+        pieces = [piece.decode("utf-8") for piece in pieces]
+        if style == "xlm_roberta":
+            pieces = FAIRSEQ_FIRST_TOKENS + pieces[3:] + ["<mask>"]
+        self._index_vocabulary(pieces)
+
+    def _model(self):
+        # Made inside each traced graph, never eagerly: an eager SentencePiece resource is
+        # kernel-owned under a generated name, and deleting one tokenizer (a config round
+        # trip's copy) deleted it under the graphs of the others.
+        return tf_text.SentencepieceTokenizer(self.proto, out_type=tf.int32)
+
+    def _pieces(self):
+        model = self._model()
+        return model.id_to_string(tf.range(model.vocab_size()))
+
+    def _tokenize_with_offsets(self, strings):
+        text = sanitize_utf8(strings)
+        if self.style == "albert":
+            normalized = albert_normalizer.normalize_chars(text)
+            ids, starts, ends = self._model().tokenize_with_offsets(
+                tf.strings.reduce_join(normalized.chars, axis=-1))
+            starts, ends = offset_alignment.to_original_offsets(starts, ends, normalized)
+        else:
+            ids, starts, ends = self._model().tokenize_with_offsets(text)
+            # fairseq's ids: the model's unknown piece (0) -> <unk> (3), every other piece + 1.
+            ids = ids.with_values(tf.where(ids.values == 0, 3, ids.values + 1))
+        return ids, _after_leading_space(text, starts, ends), ends
+
+    def get_config(self):
+        return {**super().get_config(), "proto": base64.b64encode(self.proto).decode("ascii"),
+                "style": self.style}
+
+
+def _load_proto(proto):
+    if isinstance(proto, (str, os.PathLike)) and os.path.isfile(os.fspath(proto)):
+        with open(os.fspath(proto), "rb") as f:
+            return f.read()
+    if isinstance(proto, str):  # base64, as get_config writes it
+        try:
+            return base64.b64decode(proto.encode("ascii"), validate=True)
+        except ValueError:
+            raise ValueError(f"proto={proto[:80]!r} is neither a file nor a base64 model. "
+                             "Pass the path of the SentencePiece .model file or its bytes.")
+    if isinstance(proto, bytes):
+        return proto
+    raise ValueError(f"proto must be a path or bytes, got {type(proto).__name__}.")
+
+
+def _after_leading_space(text, starts, ends):
+    """A piece's span leaves out the white space its "▁" stands for (SentencePiece folds a
+    run into one), as transformers' offsets do; a span of white space only is kept."""
+    spans = tf.strings.substr(tf.gather(text, starts.value_rowids()), starts.values,
+                              ends.values - starts.values)
+    rest = tf.strings.regex_replace(spans, f"^[{byte_level.SPACE_CHARS}]+", "")
+    skipped = tf.strings.length(spans) - tf.strings.length(rest)
+    skipped = tf.where(tf.strings.length(rest) > 0, skipped, 0)
+    return starts.with_values(starts.values + tf.cast(skipped, starts.dtype))
