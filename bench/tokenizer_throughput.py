@@ -23,66 +23,31 @@ to give exactly the ids `tokenizers` gives on every sentence. Results go to stdo
 bench/results/tokenizer_throughput.json.
 """
 
-import argparse
 import json
 import os
 import platform
-import re
 import statistics
 import sys
 import time
 
 
-def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=4096)
-    parser.add_argument("--output", default=os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "results", "tokenizer_throughput.json"))
-    return parser.parse_args()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _tokenizing import parse_args_and_set_threads  # noqa: E402
 
-
-ARGS = parse_args()
-# Thread pools are fixed when the libraries start, so set them before importing anything.
-os.environ["RAYON_NUM_THREADS"] = str(ARGS.threads)
-os.environ["TOKENIZERS_PARALLELISM"] = "true"
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+ARGS = parse_args_and_set_threads(__doc__.split("\n")[0], "tokenizer_throughput.json")
 
 import tensorflow as tf  # noqa: E402
-
-tf.config.threading.set_intra_op_parallelism_threads(ARGS.threads)
-tf.config.threading.set_inter_op_parallelism_threads(ARGS.threads)
 
 import keras_hub  # noqa: E402
 import tokenizers  # noqa: E402
 
+from _tokenizing import sharded_graph, sotu_sentences  # noqa: E402
+
 from keras_bert_suite.checkpoints import packaged_checkpoint_dir  # noqa: E402
-from keras_bert_suite.data import corpora  # noqa: E402
 from keras_bert_suite.text import BertPreprocessor, BertTokenizer  # noqa: E402
 
 MAX_CHARS_PER_WORD = 200  # google-research/bert's value; `tokenizers` is set to match
 DATASET_PASSES = 3  # corpus passes per tf.data iterator (see dataset_contender)
-
-
-def sotu_sentences():
-    sentences = []
-    for path in corpora.sotu_files():
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                sentences += [s for s in re.split(r"(?<=[.!?])\s+", line.strip()) if s]
-    return sentences
-
-
-def sharded_graph(tokenize, shards):
-    """A tf.function that tokenizes a batch as `shards` independent slices (parallel ops)."""
-    def run(strings):
-        size = tf.shape(strings)[0]
-        bounds = [size * i // shards for i in range(shards + 1)]
-        parts = [tokenize(strings[bounds[i]:bounds[i + 1]]) for i in range(shards)]
-        return parts[0] if shards == 1 else tf.concat(parts, axis=0)
-
-    return tf.function(run, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
 
 
 def graph_contender(tokenize, batches, shards):

@@ -10,9 +10,16 @@ original bytes every normalized byte came from (`NormalizedChars`, for offsets).
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_suite.text import ragged_rows
 from keras_bert_suite.text import runs
 from keras_bert_suite.text.normalizer import NormalizedChars
 from keras_bert_suite.text.normalizer import character_ends
+
+
+def lower_casing_is_enough(strings):
+    """[B] bool: rows of ASCII without `` or '', which the normalization only lower-cases."""
+    return tf.strings.regex_full_match(strings, r"[\x00-\x7f]*") & ~tf.strings.regex_full_match(
+        strings, r"(?s).*(``|'').*")
 
 
 def normalize_chars(strings):
@@ -26,7 +33,7 @@ def normalize_chars(strings):
         encoding="utf-8")
     chars = tf.where(flat == 0, "\x00", chars)  # ICU's lower-casing drops a lone NUL
     for quote in (ord("`"), ord("'")):
-        first, second = _quote_pairs(flat, code_points.value_rowids(), quote)
+        first, second = _quote_pairs(flat, ragged_rows.value_rowids(code_points), quote)
         chars = tf.where(first, '"', tf.where(second, "", chars))
     return NormalizedChars(code_points.with_values(chars), starts,
                            character_ends(starts, strings))

@@ -11,6 +11,7 @@ word has a mergeable pair. There is no cache: identical words of a batch are mer
 
 import tensorflow as tf
 
+from keras_bert_suite.text import ragged_rows
 from keras_bert_suite.text import runs
 
 NO_MERGE = tf.int32.max
@@ -30,33 +31,35 @@ class PairRanks:
         values, lengths = tf.while_loop(
             lambda values, lengths, more: more,
             lambda values, lengths, more: self._step(values, lengths),
-            (symbols.values, symbols.row_lengths(), tf.constant(True)),
+            (symbols.values, tf.cast(symbols.row_lengths(), tf.int64), tf.constant(True)),
             shape_invariants=(tf.TensorShape([None]), tf.TensorShape([None]),
                               tf.TensorShape([])))[:2]
         return tf.RaggedTensor.from_row_lengths(values, lengths)
 
     def _step(self, values, lengths):
-        words = tf.RaggedTensor.from_row_lengths(values, lengths)  # [W, S]
-        left, right = words[:, :-1], words[:, 1:]  # [W, S - 1]: each adjacent pair
-        ranks = left.with_values(self.table.lookup(
-            tf.strings.join([left.values, right.values], separator=" ")))
-        best = tf.reduce_min(ranks, axis=1)  # [W]; NO_MERGE for words with nothing to merge
-        take = ((ranks == tf.expand_dims(best, 1)) & tf.expand_dims(best < NO_MERGE, 1)).values
-
-        # In a run of equal pairs ("a a a" with merge "a a") take every other one, from the left.
-        pair_row = left.value_rowids()
-        index = tf.range(tf.size(take, out_type=tf.int64))
+        """One merge in every word, on the flat symbols [S] of words of `lengths` [W]."""
+        word = ragged_rows.rowids_from_splits(
+            tf.concat([[0], tf.cumsum(lengths)], axis=0))  # [S] the word of each symbol
+        # Pair p joins symbols p and p + 1 of one word.
+        in_word = tf.equal(word[1:], word[:-1])  # [S - 1]
+        pair = tf.where(in_word)[:, 0]  # [P] its first symbol
+        pair_word = tf.gather(word, pair)
+        ranks = self.table.lookup(tf.strings.join(
+            [tf.gather(values, pair), tf.gather(values, pair + 1)], separator=" "))
+        best = tf.math.unsorted_segment_min(ranks, pair_word, tf.size(lengths))  # [W]
+        take = tf.equal(ranks, tf.gather(best, pair_word)) & (ranks < NO_MERGE)  # [P]
+        # In a run of equal pairs ("a a a" with merge "a a") take every other one, from the
+        # left: pairs of one run are adjacent in `pair` and in the same word.
         take = runs.every_other_in_runs(
-            take, tf.concat([[False], tf.equal(pair_row[1:], pair_row[:-1])], axis=0))
+            take, tf.concat([[False], tf.equal(pair[1:], pair[:-1] + 1)], axis=0))
 
-        # Pair p of word w joins symbols p + w and p + w + 1 (a word has one pair fewer).
-        symbol = tf.boolean_mask(index + pair_row, take)[:, None]
+        symbol = tf.boolean_mask(pair, take)[:, None]
         size = tf.shape(values, out_type=tf.int64)
         joins_next = tf.scatter_nd(symbol, tf.ones_like(symbol[:, 0], tf.bool), size)
         joined = tf.scatter_nd(symbol + 1, tf.ones_like(symbol[:, 0], tf.bool), size)
         following = tf.concat([values[1:], [""]], axis=0)
         merged = tf.boolean_mask(
             tf.where(joins_next, tf.strings.join([values, following]), values), ~joined)
-        merges_per_word = tf.math.bincount(tf.cast(tf.boolean_mask(pair_row, take), tf.int32),
-                                           minlength=tf.size(lengths), dtype=tf.int64)
+        merges_per_word = tf.math.unsorted_segment_sum(
+            tf.cast(take, tf.int64), pair_word, tf.size(lengths))
         return merged, lengths - merges_per_word, tf.reduce_any(take)

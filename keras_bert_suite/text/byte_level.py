@@ -17,6 +17,7 @@ a space. No marker characters are inserted, so no user text can collide with the
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_suite.text import ragged_rows
 from keras_bert_suite.text import row_routing
 
 _CONTRACTIONS = "'s|'t|'re|'ve|'m|'ll|'d"
@@ -63,7 +64,7 @@ def split_words(text):
     not_ascii = tf.strings.length(text) > tf.strings.length(text, unit="UTF8_CHAR")
     starts, ends = row_routing.replace_rows(
         (starts, ends), not_ascii, lambda rows: _split(tf.gather(splittable, rows), _UNICODE))
-    words = tf.strings.substr(tf.gather(text, starts.value_rowids()), starts.values,
+    words = tf.strings.substr(tf.gather(text, ragged_rows.value_rowids(starts)), starts.values,
                               ends.values - starts.values)
     return starts.with_values(words), starts, ends
 
@@ -73,7 +74,7 @@ def _split(text, rules):
     runs, run_starts, run_ends = tf_text.regex_split_with_offsets(
         text, rules.space_run, rules.space_run)  # [B, R]: white space and what lies between
     # Runs alternate between white space and text, so each row's first character decides.
-    row = runs.value_rowids()
+    row = ragged_rows.value_rowids(runs)
     first_char = tf.strings.substr(text, 0, 1, unit="UTF8_CHAR")
     row_starts_with_space = tf.strings.regex_full_match(first_char, rules.space_run)  # [B]
     odd = tf.equal(tf.ragged.range(runs.row_lengths()).values % 2, 1)
@@ -92,6 +93,7 @@ def _split(text, rules):
     space_words = tf.ragged.boolean_mask(  # [R, 0..2]: the head, then the last character
         tf.stack([tf.stack([starts, head_end], 1), tf.stack([head_end, ends], 1)], 1),
         tf.stack([is_space & (head_end > starts), splits_off_last & ~gives_space], 1))
+    space_run = ragged_rows.value_rowids(space_words)
 
     # The runs between white space, split by the rules (from the inherited space, if any).
     text_run = tf.where(~is_space)[:, 0]
@@ -99,11 +101,25 @@ def _split(text, rules):
     pieces = tf.strings.substr(tf.gather(text, tf.gather(row, text_run)), text_start,
                                tf.gather(ends, text_run) - text_start)
     _, word_starts, word_ends = tf_text.regex_split_with_offsets(pieces, rules.word, rules.word)
-    offset = tf.gather(text_start, word_starts.value_rowids())
-    text_words = tf.RaggedTensor.from_value_rowids(  # [R, None]
-        tf.stack([offset + word_starts.values, offset + word_ends.values], 1),
-        tf.gather(text_run, word_starts.value_rowids()), nrows=tf.size(row, out_type=tf.int64))
+    piece = ragged_rows.value_rowids(word_starts)
+    offset = tf.gather(text_start, piece)
+    text_words = tf.stack([offset + word_starts.values, offset + word_ends.values], 1)
 
-    # A run holds either space words or text words, so per-run concatenation is text order.
-    words = runs.with_values(tf.concat([space_words, text_words], axis=1)).merge_dims(1, 2)
-    return words.with_values(words.values[:, 0]), words.with_values(words.values[:, 1])
+    # A run holds either space words or text words: each goes to its run's place, in order.
+    words = tf.concat([space_words.values, text_words], axis=0)  # [N, 2] byte spans
+    word_run = tf.concat([space_run, tf.gather(text_run, piece)], axis=0)
+    index_in_run = tf.concat([_index_in_row(space_words, space_run),
+                              _index_in_row(word_starts, piece)], axis=0)
+    per_run = tf.math.unsorted_segment_sum(tf.ones_like(word_run), word_run, tf.size(row))
+    run_first = tf.cumsum(per_run, exclusive=True)
+    words = tf.scatter_nd((tf.gather(run_first, word_run) + index_in_run)[:, None], words,
+                          tf.shape(words, out_type=tf.int64))
+    per_row = tf.math.unsorted_segment_sum(per_run, row, runs.nrows())
+    as_ragged = lambda values: tf.RaggedTensor.from_row_lengths(values, per_row, validate=False)
+    return as_ragged(words[:, 0]), as_ragged(words[:, 1])
+
+
+def _index_in_row(ragged, rowids):
+    """[N] the position of each value of a [R, None] ragged tensor in its row."""
+    splits = tf.cast(ragged.row_splits, tf.int64)
+    return tf.range(tf.size(rowids, out_type=tf.int64)) - tf.gather(splits, rowids)

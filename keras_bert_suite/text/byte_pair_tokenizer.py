@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_suite.text import byte_level
+from keras_bert_suite.text import ragged_rows
 from keras_bert_suite.text.bpe_merges import PairRanks
 from keras_bert_suite.text.tokenizer_base import Tokenizer
 from keras_bert_suite.text.utf8 import sanitize_utf8
@@ -45,10 +46,10 @@ class BytePairTokenizer(Tokenizer):
 
     Call: strings [B] (or a scalar) -> int32 ids, a [B, None] `tf.RaggedTensor`.
 
-    Example:
-    >>> tokenizer = BytePairTokenizer("roberta/vocab.json", "roberta/merges.txt")
-    >>> tokenizer.encode_batch(["Hello world"])  # "Hello", "Ġworld" in RoBERTa's vocabulary
-    [[31414, 232]]
+    Example (a RoBERTa checkpoint's files; `tokenizer_from_preset(directory)` finds them)::
+
+        tokenizer = BytePairTokenizer("roberta-base/vocab.json", "roberta-base/merges.txt")
+        tokenizer.encode_batch(["Hello world"])  # [[31414, 232]]: "Hello", "Ġworld"
     """
 
     packer_layout = "roberta"
@@ -85,8 +86,12 @@ class BytePairTokenizer(Tokenizer):
         ids = words.with_values(pieces.with_values(self._piece_ids.lookup(pieces.values)))
         # A piece's characters stand for one byte each.
         sizes = tf.cast(tf.strings.length(pieces.values, unit="UTF8_CHAR"), tf.int64)
-        piece_start = (tf.gather(word_starts.values, pieces.value_rowids())
-                       + tf.cumsum(pieces.with_values(sizes), axis=1, exclusive=True).values)
+        # Bytes before each piece in its word, on the flat values: a ragged cumsum along the
+        # pieces would pad every word to the longest (gigabytes for a batch with a long word).
+        before = tf.cumsum(sizes, exclusive=True)
+        word_first = tf.gather(tf.concat([before, [0]], axis=0), pieces.row_starts())
+        piece_start = (tf.gather(word_starts.values - word_first, ragged_rows.value_rowids(pieces))
+                       + before)
         ids = ids.merge_dims(1, 2)
         return ids, ids.with_values(piece_start), ids.with_values(piece_start + sizes)
 

@@ -38,6 +38,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert_suite.text import char_classes
+from keras_bert_suite.text import ragged_rows
 from keras_bert_suite.text import char_tables
 
 NormalizedChars = collections.namedtuple("NormalizedChars", ["chars", "starts", "ends"])
@@ -151,7 +152,7 @@ class BertNormalizer:
 def character_ends(starts, strings):
     """End byte offset of each character: the next character's start, or the string's end."""
     flat_starts = starts.values
-    row_ids = starts.value_rowids()
+    row_ids = ragged_rows.value_rowids(starts)
     next_starts = tf.concat([flat_starts[1:], tf.zeros([1], flat_starts.dtype)], axis=0)[
         : tf.shape(flat_starts)[0]]
     last_in_row = tf.range(tf.shape(flat_starts, out_type=tf.int64)[0]) == (

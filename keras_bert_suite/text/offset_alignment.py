@@ -11,6 +11,8 @@ the same piece. An empty piece gets an empty span where its character starts.
 
 import tensorflow as tf
 
+from keras_bert_suite.text import ragged_rows
+
 
 def to_original_offsets(starts, ends, normalized):
     """starts, ends: [B, T] ragged byte offsets into each normalized row (`reduce_join` of
@@ -18,7 +20,7 @@ def to_original_offsets(starts, ends, normalized):
     lengths = tf.cast(tf.strings.length(normalized.chars.values, unit="BYTE"), tf.int64)
     char_ends = tf.cumsum(lengths)  # [N] normalized end of every character, across the batch
     row_base = tf.gather(tf.concat([[0], char_ends], axis=0), normalized.chars.row_splits[:-1])
-    base = tf.gather(row_base, starts.value_rowids())  # [P] where each piece's row begins
+    base = tf.gather(row_base, ragged_rows.value_rowids(starts))  # [P] each piece's row start
     first_byte = tf.cast(starts.values, tf.int64) + base
     last_byte = tf.cast(ends.values, tf.int64) - 1 + base
     first_char = tf.searchsorted(char_ends, first_byte, side="right", out_type=tf.int64)

@@ -23,6 +23,8 @@ import tensorflow_text as tf_text
 from keras_bert_suite.text import albert_normalizer
 from keras_bert_suite.text import byte_level
 from keras_bert_suite.text import offset_alignment
+from keras_bert_suite.text import ragged_rows
+from keras_bert_suite.text import row_routing
 from keras_bert_suite.text.tokenizer_base import Tokenizer
 from keras_bert_suite.text.utf8 import sanitize_utf8
 
@@ -48,10 +50,10 @@ class SentencePieceTokenizer(Tokenizer):
 
     Call: strings [B] (or a scalar) -> int32 ids, a [B, None] `tf.RaggedTensor`.
 
-    Example:
-    >>> tokenizer = SentencePieceTokenizer("albert-base-v2/spiece.model", style="albert")
-    >>> tokenizer.encode_batch(["Hello world"])  # "▁hello", "▁world" in ALBERT's vocabulary
-    [[10975, 126]]
+    Example (an ALBERT checkpoint's model; `tokenizer_from_preset(directory)` finds it)::
+
+        tokenizer = SentencePieceTokenizer("albert-base-v2/spiece.model", style="albert")
+        tokenizer.encode_batch(["Hello world"])  # [[10975, 126]]: "▁hello", "▁world"
     """
 
     word_start_mark = SPACE_MARK
@@ -87,15 +89,25 @@ class SentencePieceTokenizer(Tokenizer):
     def _tokenize_with_offsets(self, strings):
         text = sanitize_utf8(strings)
         if self.style == "albert":
-            normalized = albert_normalizer.normalize_chars(text)
-            ids, starts, ends = self._model().tokenize_with_offsets(
-                tf.strings.reduce_join(normalized.chars, axis=-1))
-            starts, ends = offset_alignment.to_original_offsets(starts, ends, normalized)
+            # Plain ASCII rows without `` or '' only lower-case, byte for byte: offsets into
+            # them are offsets into the text. The others are normalized per character.
+            model = self._model()
+            ids, starts, ends = model.tokenize_with_offsets(tf.strings.lower(text))
+            ids, starts, ends = row_routing.replace_rows(
+                (ids, starts, ends), ~albert_normalizer.lower_casing_is_enough(text),
+                lambda rows: self._albert_exact(model, tf.gather(text, rows)))
         else:
             ids, starts, ends = self._model().tokenize_with_offsets(text)
             # fairseq's ids: the model's unknown piece (0) -> <unk> (3), every other piece + 1.
             ids = ids.with_values(tf.where(ids.values == 0, 3, ids.values + 1))
         return ids, _after_leading_space(text, starts, ends), ends
+
+    def _albert_exact(self, model, text):
+        normalized = albert_normalizer.normalize_chars(text)
+        ids, starts, ends = model.tokenize_with_offsets(
+            tf.strings.reduce_join(normalized.chars, axis=-1))
+        starts, ends = offset_alignment.to_original_offsets(starts, ends, normalized)
+        return ids, starts, ends
 
     def get_config(self):
         return {**super().get_config(), "proto": base64.b64encode(self.proto).decode("ascii"),
@@ -120,7 +132,7 @@ def _load_proto(proto):
 def _after_leading_space(text, starts, ends):
     """A piece's span leaves out the white space its "▁" stands for (SentencePiece folds a
     run into one), as transformers' offsets do; a span of white space only is kept."""
-    spans = tf.strings.substr(tf.gather(text, starts.value_rowids()), starts.values,
+    spans = tf.strings.substr(tf.gather(text, ragged_rows.value_rowids(starts)), starts.values,
                               ends.values - starts.values)
     rest = tf.strings.regex_replace(spans, f"^[{byte_level.SPACE_CHARS}]+", "")
     skipped = tf.strings.length(spans) - tf.strings.length(rest)

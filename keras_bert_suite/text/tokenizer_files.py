@@ -1,9 +1,8 @@
 """Which tokenizer a checkpoint directory holds, by transformers' file names, in both
 directions: WordPiece (vocab.txt), byte-level BPE (vocab.json + merges.txt: RoBERTa) or
 SentencePiece (spiece.model: ALBERT; sentencepiece.bpe.model: XLM-R). Our presets write the
-same files, so a preset directory and a transformers directory load the same way.
-
->>> tokenizer = tokenizer_from_preset("path/to/roberta-base")  # a BytePairTokenizer
+same files, so a preset directory and a transformers directory load the same way:
+`tokenizer_from_preset("roberta-base/")` is a BytePairTokenizer.
 """
 
 import json

@@ -185,5 +185,5 @@ def test_from_preset():
     assert preprocessor.tokenizer.vocabulary_size() == 30522
     out = preprocessor(["Hello there, General Kenobi!"])
     np.testing.assert_array_equal(out["token_ids"][0, :4], [101, 7592, 2045, 1010])
-    with pytest.raises(ValueError, match="Pass vocabulary="):
+    with pytest.raises(ValueError, match="pass vocabulary="):
         BertPreprocessor.from_preset("bert_base_cased")
