@@ -86,28 +86,35 @@ class SentencePieceTokenizer(Tokenizer):
         model = self._model()
         return model.id_to_string(tf.range(model.vocab_size()))
 
+    def _tokenize(self, strings):
+        # SentencePiece's op without offsets runs faster than the one with them.
+        return self._run(sanitize_utf8(strings), with_offsets=False)[0]
+
     def _tokenize_with_offsets(self, strings):
         text = sanitize_utf8(strings)
-        if self.style == "albert":
-            # Plain ASCII rows without `` or '' only lower-case, byte for byte: offsets into
-            # them are offsets into the text. The others are normalized per character.
-            model = self._model()
-            ids, starts, ends = model.tokenize_with_offsets(tf.strings.lower(text))
-            ids, starts, ends = row_routing.replace_rows(
-                (ids, starts, ends), ~albert_normalizer.lower_casing_is_enough(text),
-                lambda rows: self._albert_exact(model, tf.gather(text, rows)))
-        else:
-            ids, starts, ends = self._model().tokenize_with_offsets(text)
-            # fairseq's ids: the model's unknown piece (0) -> <unk> (3), every other piece + 1.
-            ids = ids.with_values(tf.where(ids.values == 0, 3, ids.values + 1))
+        ids, starts, ends = self._run(text, with_offsets=True)
         return ids, _after_leading_space(text, starts, ends), ends
 
-    def _albert_exact(self, model, text):
+    def _run(self, text, with_offsets):
+        """(ids,) or (ids, starts, ends), in our ids."""
+        model = self._model()
+        tokenize = model.tokenize_with_offsets if with_offsets else lambda t: (model.tokenize(t),)
+        if self.style == "xlm_roberta":
+            ids, *offsets = tokenize(text)
+            # fairseq's ids: the model's unknown piece (0) -> <unk> (3), every other piece + 1.
+            return (ids.with_values(tf.where(ids.values == 0, 3, ids.values + 1)), *offsets)
+        # ALBERT: plain ASCII rows without `` or '' only lower-case, byte for byte, so
+        # offsets into them are offsets into the text; the others are normalized per character.
+        return row_routing.replace_rows(
+            tokenize(tf.strings.lower(text)), ~albert_normalizer.lower_casing_is_enough(text),
+            lambda rows: self._albert_exact(tokenize, tf.gather(text, rows), with_offsets))
+
+    def _albert_exact(self, tokenize, text, with_offsets):
         normalized = albert_normalizer.normalize_chars(text)
-        ids, starts, ends = model.tokenize_with_offsets(
-            tf.strings.reduce_join(normalized.chars, axis=-1))
-        starts, ends = offset_alignment.to_original_offsets(starts, ends, normalized)
-        return ids, starts, ends
+        ids, *offsets = tokenize(tf.strings.reduce_join(normalized.chars, axis=-1))
+        if not with_offsets:
+            return (ids,)
+        return (ids, *offset_alignment.to_original_offsets(*offsets, normalized))
 
     def get_config(self):
         return {**super().get_config(), "proto": base64.b64encode(self.proto).decode("ascii"),
