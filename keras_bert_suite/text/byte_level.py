@@ -9,9 +9,12 @@ computed with RE2 (tf-text's `RegexSplitWithOffsets`), which has no look-ahead. 
 `\\s+(?!\\S)` rule only decides what happens to a white-space run W before a non-space
 character: W minus its last character is one word, and that last character is either the
 leading space of the next word (when it is U+0020, the ` ?` of the next rule) or a word of its
-own. So the text is first split into white-space runs and the runs between them; each run
-between is split by the rules without white space, starting one byte early when it inherits
-a space. No marker characters are inserted, so no user text can collide with them.
+own. ASCII rows take one pass of the rules followed by `[ws]+`, and such runs are then cut
+that way. The exact route (`_split`) first splits the text into white-space runs and the
+runs between them, then each run between by the rules, starting one byte early when it
+inherits a space; it serves the rows one pass gets wrong (a contraction after two white-space
+characters: " 's" is then not "'s") and the rows that are not ASCII. No marker characters are
+inserted, so no user text can collide with them.
 """
 
 import tensorflow as tf
@@ -36,6 +39,8 @@ class _Rules:
                      f"| ?[^{space}{letter}{number}]+")
 
 
+# A white-space character, then a space and a contraction: the one pass splits it wrongly.
+_CONTRACTION_AFTER_SPACES = r"(?s).*[\t\n\x{0b}\x{0c}\r ] '(?:s|t|re|ve|m|ll|d).*"
 _UNICODE = _Rules(SPACE_CHARS, r"\p{L}", r"\p{N}")
 _ASCII = _Rules(r"\t\n\x{0b}\x{0c}\r ", "A-Za-z", "0-9")
 
@@ -60,13 +65,43 @@ def split_words(text):
     # tf-text's regex split stops at a NUL byte; U+0001 falls under the same rule (neither
     # space, letter nor number), so the boundaries are the same. Words are cut from `text`.
     splittable = tf.strings.regex_replace(text, r"\x00", "\x01")
-    starts, ends = _split(splittable, _ASCII)
+    starts, ends = _split_ascii_one_pass(splittable)
+    # Two passes where one cannot do: a contraction after two white-space characters, and
+    # rows that are not ASCII (their white space may be several bytes).
     not_ascii = tf.strings.length(text) > tf.strings.length(text, unit="UTF8_CHAR")
+    starts, ends = row_routing.replace_rows(
+        (starts, ends), tf.strings.regex_full_match(text, _CONTRACTION_AFTER_SPACES) & ~not_ascii,
+        lambda rows: _split(tf.gather(splittable, rows), _ASCII))
     starts, ends = row_routing.replace_rows(
         (starts, ends), not_ascii, lambda rows: _split(tf.gather(splittable, rows), _UNICODE))
     words = tf.strings.substr(tf.gather(text, ragged_rows.value_rowids(starts)), starts.values,
                               ends.values - starts.values)
     return starts.with_values(words), starts, ends
+
+
+def _split_ascii_one_pass(text):
+    """[B] ASCII strings -> starts, ends [B, None], with one regex pass: the word rules, then
+    white-space runs. Where a run of two or more white-space characters precedes a word, the
+    pass kept it whole; its last character is split off and, if it is a space, given to the
+    word (which the pass matched the same way without it, unless it is a contraction: those
+    rows take `_split`)."""
+    pattern = f"{_ASCII.word}|{_ASCII.space_run}"
+    tokens, starts, ends = tf_text.regex_split_with_offsets(text, pattern, pattern)  # [B, T]
+    row = ragged_rows.value_rowids(starts)
+    start, end = starts.values, ends.values
+    last = tf.strings.substr(tf.gather(text, row), end - 1, tf.ones_like(end))
+    is_space = tf.strings.regex_full_match(last, _ASCII.space_run)  # a word never ends in one
+    has_next = tf.concat([tf.equal(row[1:], row[:-1]), [False]], axis=0)
+    splits_off_last = is_space & has_next & (end - start > 1)
+    gives_space = splits_off_last & tf.equal(last, " ")
+    head_end = tf.where(splits_off_last, end - 1, end)
+    start = tf.where(tf.concat([[False], gives_space[:-1]], axis=0), start - 1, start)
+    spans = tf.ragged.boolean_mask(  # [T, 1..2]: the token (or its head), then a last character
+        tf.stack([tf.stack([start, head_end], 1), tf.stack([head_end, end], 1)], 1),
+        tf.stack([tf.ones_like(has_next), splits_off_last & ~gives_space], 1))
+    per_row = tf.math.unsorted_segment_sum(spans.row_lengths(), row, tokens.nrows())
+    as_ragged = lambda values: tf.RaggedTensor.from_row_lengths(values, per_row, validate=False)
+    return as_ragged(spans.values[:, 0]), as_ragged(spans.values[:, 1])
 
 
 def _split(text, rules):

@@ -4,6 +4,7 @@ and a Unicode sweep; the same ids in tf.data, eagerly and from a SavedModel that
 check; pairs packed as the families' transformers tokenizers pack them. The models are learned
 from SOTU by `tokenizers` and `sentencepiece` (conftest.py)."""
 
+import itertools
 import os
 import unicodedata
 
@@ -68,6 +69,19 @@ def test_byte_pair_unicode_sweep(byte_pair, byte_pair_dir):
     ids = byte_pair.encode_batch(texts)
     expected = [e.ids for e in reference.encode_batch(texts)]
     assert [hex(c) for c, a, b in zip(code_points, ids, expected) if a != b] == []
+
+
+def test_byte_pair_white_space_and_contraction_combinations(byte_pair, byte_pair_dir):
+    """Every 4-part combination of white space, contractions, letters, digits and symbols
+    (65,536 strings): where one regex pass suffices and where it needs the second, ids equal
+    the reference's."""
+    parts = ["a", " ", "  ", "\t", "\n", " \n", "\n ", "'s", "'ll", "'x", "1", "!!", "é",
+             "\u3000", "", "'"]
+    texts = ["".join(p) for p in itertools.product(parts, repeat=4)]
+    reference = tokenizers.ByteLevelBPETokenizer(
+        os.path.join(byte_pair_dir, "vocab.json"), os.path.join(byte_pair_dir, "merges.txt"))
+    expected = [e.ids for e in reference.encode_batch(texts)]
+    assert [t for t, a, b in zip(texts, byte_pair.encode_batch(texts), expected) if a != b] == []
 
 
 @pytest.mark.parametrize("text, words", [
