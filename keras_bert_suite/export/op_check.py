@@ -2,9 +2,9 @@
 
 Allowed: core TensorFlow ops (those in `tf.raw_ops`) except Python-function and XLA ops, plus
 the tensorflow-text ops TF Serving links since 2.12 (its model server links tf-text's whole
-`ops_lib`, which has held the SentencePiece ops since tf-text 2.3). Everything else is reported, e.g.
-`PyFunc` (a `tf.py_function`), `XlaCallModule` (a JAX export) or `TFText>RoundRobinTrim`
-(only TF Serving 2.20 has it).
+`ops_lib`, which has held the SentencePiece ops since tf-text 2.3). Everything else is
+reported, e.g. `PyFunc` (a `tf.py_function`), `XlaCallModule` (a JAX export) or
+`TFText>RoundRobinTrim` (only TF Serving 2.20 has it).
 
 Example (an export of `export_saved_model`; a graph with other ops raises a ValueError
 that names them):

@@ -14,12 +14,12 @@ from keras_bert_suite.text import ragged_rows
 from keras_bert_suite.text import runs
 from keras_bert_suite.text.normalizer import NormalizedChars
 from keras_bert_suite.text.normalizer import character_ends
+from keras_bert_suite.text.utf8 import is_ascii
 
 
 def lower_casing_is_enough(strings):
     """[B] bool: rows of ASCII without `` or '', which the normalization only lower-cases."""
-    return tf.strings.regex_full_match(strings, r"[\x00-\x7f]*") & ~tf.strings.regex_full_match(
-        strings, r"(?s).*(``|'').*")
+    return is_ascii(strings) & ~tf.strings.regex_full_match(strings, r"(?s).*(``|'').*")
 
 
 def normalize_chars(strings):

@@ -22,11 +22,13 @@ import tensorflow_text as tf_text
 
 from keras_bert_suite.text import ragged_rows
 from keras_bert_suite.text import row_routing
+from keras_bert_suite.text.utf8 import is_ascii
 
 _CONTRACTIONS = "'s|'t|'re|'ve|'m|'ll|'d"
+_ASCII_SPACE_CHARS = r"\t\n\x{0b}\x{0c}\r "
 # Unicode White_Space, what the reference's `\s` matches (RE2's `\s` is ASCII only).
-SPACE_CHARS = (r"\t\n\x{0b}\x{0c}\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
-                r"\x{202f}\x{205f}\x{3000}")
+SPACE_CHARS = (_ASCII_SPACE_CHARS + r"\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
+               r"\x{202f}\x{205f}\x{3000}")
 
 
 class _Rules:
@@ -40,9 +42,9 @@ class _Rules:
 
 
 # A white-space character, then a space and a contraction: the one pass splits it wrongly.
-_CONTRACTION_AFTER_SPACES = r"(?s).*[\t\n\x{0b}\x{0c}\r ] '(?:s|t|re|ve|m|ll|d).*"
+_CONTRACTION_AFTER_SPACES = f"(?s).*[{_ASCII_SPACE_CHARS}] (?:{_CONTRACTIONS}).*"
 _UNICODE = _Rules(SPACE_CHARS, r"\p{L}", r"\p{N}")
-_ASCII = _Rules(r"\t\n\x{0b}\x{0c}\r ", "A-Za-z", "0-9")
+_ASCII = _Rules(_ASCII_SPACE_CHARS, "A-Za-z", "0-9")
 
 
 def byte_to_unicode():
@@ -68,7 +70,7 @@ def split_words(text):
     starts, ends = _split_ascii_one_pass(splittable)
     # Two passes where one cannot do: a contraction after two white-space characters, and
     # rows that are not ASCII (their white space may be several bytes).
-    not_ascii = tf.strings.length(text) > tf.strings.length(text, unit="UTF8_CHAR")
+    not_ascii = ~is_ascii(text)
     starts, ends = row_routing.replace_rows(
         (starts, ends), tf.strings.regex_full_match(text, _CONTRACTION_AFTER_SPACES) & ~not_ascii,
         lambda rows: _split(tf.gather(splittable, rows), _ASCII))
@@ -91,14 +93,11 @@ def _split_ascii_one_pass(text):
     start, end = starts.values, ends.values
     last = tf.strings.substr(tf.gather(text, row), end - 1, tf.ones_like(end))
     is_space = tf.strings.regex_full_match(last, _ASCII.space_run)  # a word never ends in one
-    has_next = tf.concat([tf.equal(row[1:], row[:-1]), [False]], axis=0)
-    splits_off_last = is_space & has_next & (end - start > 1)
-    gives_space = splits_off_last & tf.equal(last, " ")
-    head_end = tf.where(splits_off_last, end - 1, end)
+    head_end, own_last, gives_space = _cut_space_runs(row, end, last, is_space)
     start = tf.where(tf.concat([[False], gives_space[:-1]], axis=0), start - 1, start)
-    spans = tf.ragged.boolean_mask(  # [T, 1..2]: the token (or its head), then a last character
+    spans = tf.ragged.boolean_mask(  # [T, 0..2]: the token (or its head), then a last character
         tf.stack([tf.stack([start, head_end], 1), tf.stack([head_end, end], 1)], 1),
-        tf.stack([tf.ones_like(has_next), splits_off_last & ~gives_space], 1))
+        tf.stack([head_end > start, own_last], 1))
     per_row = tf.math.unsorted_segment_sum(spans.row_lengths(), row, tokens.nrows())
     as_ragged = lambda values: tf.RaggedTensor.from_row_lengths(values, per_row, validate=False)
     return as_ragged(spans.values[:, 0]), as_ragged(spans.values[:, 1])
@@ -114,20 +113,14 @@ def _split(text, rules):
     row_starts_with_space = tf.strings.regex_full_match(first_char, rules.space_run)  # [B]
     odd = tf.equal(tf.ragged.range(runs.row_lengths()).values % 2, 1)
     is_space = tf.not_equal(tf.gather(row_starts_with_space, row), odd)  # [R]
-    has_next = tf.concat([tf.equal(row[1:], row[:-1]), [False]], axis=0)
     last = tf.strings.substr(runs.values, -1, 1, unit="UTF8_CHAR")
     starts, ends = run_starts.values, run_ends.values
-
-    # A white-space run followed by text: all but its last character is one word; the last
-    # one is the next word's leading space (U+0020) or a word of its own.
-    splits_off_last = is_space & has_next
-    gives_space = splits_off_last & tf.equal(last, " ")
-    head_end = tf.where(splits_off_last, ends - tf.cast(tf.strings.length(last), tf.int64), ends)
+    head_end, own_last, gives_space = _cut_space_runs(row, ends, last, is_space)
     inherits_space = tf.concat([[False], gives_space[:-1]], axis=0) & ~is_space
     text_starts = tf.where(inherits_space, starts - 1, starts)
     space_words = tf.ragged.boolean_mask(  # [R, 0..2]: the head, then the last character
         tf.stack([tf.stack([starts, head_end], 1), tf.stack([head_end, ends], 1)], 1),
-        tf.stack([is_space & (head_end > starts), splits_off_last & ~gives_space], 1))
+        tf.stack([is_space & (head_end > starts), own_last], 1))
     space_run = ragged_rows.value_rowids(space_words)
 
     # The runs between white space, split by the rules (from the inherited space, if any).
@@ -152,6 +145,18 @@ def _split(text, rules):
     per_row = tf.math.unsorted_segment_sum(per_run, row, runs.nrows())
     as_ragged = lambda values: tf.RaggedTensor.from_row_lengths(values, per_row, validate=False)
     return as_ragged(words[:, 0]), as_ragged(words[:, 1])
+
+
+def _cut_space_runs(row, ends, last, is_space):
+    """The rule look-ahead decides, for spans [N] in text order with rows `row`, ends `ends`,
+    last characters `last` and `is_space` marking white-space runs: a run followed by a word
+    in its row keeps all but its last character (up to `head_end`); the last one is a word of
+    its own (`own_last`) or, if it is a space, the next word's (`gives_space`)."""
+    has_next = tf.concat([tf.equal(row[1:], row[:-1]), [False]], axis=0)
+    splits_off_last = is_space & has_next
+    gives_space = splits_off_last & tf.equal(last, " ")
+    head_end = tf.where(splits_off_last, ends - tf.cast(tf.strings.length(last), ends.dtype), ends)
+    return head_end, splits_off_last & ~gives_space, gives_space
 
 
 def _index_in_row(ragged, rowids):

@@ -60,15 +60,14 @@ class BytePairTokenizer(Tokenizer):
         self._index_vocabulary(_load_vocabulary(vocabulary))
         self.merges = _load_merges(merges)
         self.special_tokens = dict(special_tokens or ROBERTA_SPECIAL_TOKENS)
-        missing = [chr_ for chr_ in byte_level.byte_to_unicode().values()
-                   if chr_ not in self._token_index]
+        byte_chars = [byte_level.byte_to_unicode()[b] for b in range(256)]
+        missing = [char for char in byte_chars if char not in self._token_index]
         if missing:
             raise ValueError(
                 f"The vocabulary lacks {len(missing)} of the 256 byte characters (e.g. "
                 f"{missing[0]!r}), so it is not a byte-level BPE vocabulary: every byte must "
                 "be a token. Train it with tokenizers.ByteLevelBPETokenizer.")
-        table = byte_level.byte_to_unicode()
-        self._byte_chars = tf.constant([table[b] for b in range(256)])
+        self._byte_chars = tf.constant(byte_chars)
         self._ranks, self._piece_ids = _tables(
             tuple(self.vocabulary), tuple(self.merges),
             self._token_index.get(self.special_tokens["unknown"], -1))

@@ -56,8 +56,7 @@ class SegmentPacker(PreprocessingLayer):
         segments, unbatched = _as_ragged_batch(segments)
         lengths = tf.stack([tf.cast(s.row_lengths(), tf.int32) for s in segments], axis=1)  # [B, S]
         opening = [0] + [1 if self.layout == "roberta" else 0] * (len(segments) - 1)
-        # room left by [CLS], the [SEP]s and RoBERTa's opening separators
-        budget = self.sequence_length - len(segments) - 1 - sum(opening)
+        budget = self.sequence_length - special_token_count(len(segments), self.layout)
         kept = tf.cast(truncation.allocate(lengths, budget, self.truncate), tf.int64)  # [B, S]
 
         # Every output position is filled by dense ops on [B, sequence_length]: where each

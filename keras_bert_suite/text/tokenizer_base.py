@@ -6,8 +6,9 @@ A subclass sets `vocabulary` (list of str, id = index) and `special_tokens` ({ro
 for the roles "unknown", "cls", "sep", "pad", "mask"), and implements
 `_tokenize_with_offsets([B] strings) -> (ids, byte starts, byte ends)`, each [B, None]
 (and `_tokenize` when ids alone take a faster route), and sets `word_start_mark` or
-overrides `_starts_word`. `packer_layout` says how a pair is packed ("bert": `[CLS] a [SEP] b [SEP]` with
-segment ids 0/1; "roberta": `<s> a </s></s> b </s>`, segment ids all 0).
+overrides `_starts_word`. `packer_layout` says how a pair is packed ("bert":
+`[CLS] a [SEP] b [SEP]` with segment ids 0/1; "roberta": `<s> a </s></s> b </s>`, segment
+ids all 0).
 """
 
 import numpy as np

@@ -11,6 +11,11 @@ def sanitize_utf8(text):
         replace_control_characters=False)
 
 
+def is_ascii(text):
+    """[B] bool: the string is ASCII (as many bytes as characters)."""
+    return tf.strings.length(text) == tf.strings.length(text, unit="UTF8_CHAR")
+
+
 def byte_to_char_offset(text, byte_offset):
     """text [B] valid UTF-8, byte_offset [B] -> [B] int64 character (code point) offsets."""
     prefix = tf.strings.substr(text, tf.zeros_like(byte_offset), byte_offset, unit="BYTE")

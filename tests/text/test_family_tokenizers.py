@@ -39,18 +39,23 @@ def byte_pair(byte_pair_dir):
 
 
 @pytest.fixture(scope="module")
+def byte_pair_reference(byte_pair_dir):
+    """`tokenizers`' ByteLevelBPETokenizer on the same files (what transformers runs)."""
+    return tokenizers.ByteLevelBPETokenizer(os.path.join(byte_pair_dir, "vocab.json"),
+                                            os.path.join(byte_pair_dir, "merges.txt"))
+
+
+@pytest.fixture(scope="module")
 def sentencepiece_tokenizers(sentencepiece_dirs):
     return {style: SentencePieceTokenizer(os.path.join(directory, MODEL_FILES[style]), style=style)
             for style, directory in sentencepiece_dirs.items()}
 
 
-def test_byte_pair_matches_tokenizers_on_every_sentence(byte_pair, byte_pair_dir,
-                                                        all_sotu_sentences):
+def test_byte_pair_matches_tokenizers_on_every_sentence(byte_pair, byte_pair_reference,
+                                                        byte_pair_dir, all_sotu_sentences):
     assert len(all_sotu_sentences) == 63559
     texts = all_sotu_sentences + HARD_CASES
-    reference = tokenizers.ByteLevelBPETokenizer(
-        os.path.join(byte_pair_dir, "vocab.json"),
-        os.path.join(byte_pair_dir, "merges.txt")).encode_batch(texts)
+    reference = byte_pair_reference.encode_batch(texts)
     ids, offsets = byte_pair.encode_batch_with_offsets(texts)
     assert [t for t, a, r in zip(texts, ids, reference) if a != r.ids] == []
     assert [t for t, a, r in zip(texts, offsets, reference) if a != r.offsets] == []
@@ -59,28 +64,24 @@ def test_byte_pair_matches_tokenizers_on_every_sentence(byte_pair, byte_pair_dir
     assert ids[:len(expected)] == expected
 
 
-def test_byte_pair_unicode_sweep(byte_pair, byte_pair_dir):
+def test_byte_pair_unicode_sweep(byte_pair, byte_pair_reference):
     """Every code point between letters, doubled and after a space: the regex classes (letter,
     number, white space) and the byte mapping agree with the reference's everywhere."""
-    reference = tokenizers.ByteLevelBPETokenizer(
-        os.path.join(byte_pair_dir, "vocab.json"), os.path.join(byte_pair_dir, "merges.txt"))
     code_points = [c for c in range(1, 0x30000) if not 0xD800 <= c < 0xE000]
     texts = [f"a{chr(c)}b {chr(c)}{chr(c)}  {chr(c)}1" for c in code_points]
     ids = byte_pair.encode_batch(texts)
-    expected = [e.ids for e in reference.encode_batch(texts)]
+    expected = [e.ids for e in byte_pair_reference.encode_batch(texts)]
     assert [hex(c) for c, a, b in zip(code_points, ids, expected) if a != b] == []
 
 
-def test_byte_pair_white_space_and_contraction_combinations(byte_pair, byte_pair_dir):
+def test_byte_pair_white_space_and_contraction_combinations(byte_pair, byte_pair_reference):
     """Every 4-part combination of white space, contractions, letters, digits and symbols
     (65,536 strings): where one regex pass suffices and where it needs the second, ids equal
     the reference's."""
     parts = ["a", " ", "  ", "\t", "\n", " \n", "\n ", "'s", "'ll", "'x", "1", "!!", "é",
              "\u3000", "", "'"]
     texts = ["".join(p) for p in itertools.product(parts, repeat=4)]
-    reference = tokenizers.ByteLevelBPETokenizer(
-        os.path.join(byte_pair_dir, "vocab.json"), os.path.join(byte_pair_dir, "merges.txt"))
-    expected = [e.ids for e in reference.encode_batch(texts)]
+    expected = [e.ids for e in byte_pair_reference.encode_batch(texts)]
     assert [t for t, a, b in zip(texts, byte_pair.encode_batch(texts), expected) if a != b] == []
 
 
