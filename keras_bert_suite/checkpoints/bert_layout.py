@@ -41,7 +41,7 @@ class ModuleTree(NamedTuple):
 
 
 # Table module -> BERT module path (under `encoder.layer.{i}.` for a transformer layer's).
-MODULES = {
+ENCODER_MODULES = {
     "embeddings/token_embedding": "embeddings.word_embeddings",
     "embeddings/segment_embedding": "embeddings.token_type_embeddings",
     "embeddings/position_embedding": "embeddings.position_embeddings",
@@ -53,11 +53,16 @@ MODULES = {
     "output": "output.dense",
     "output_layer_norm": "output.LayerNorm",
     "pooler": "pooler.dense",
+}
+# BERT's pretraining heads. A head's module paths are never under the family's prefix
+# (`bert.`); the output bias names a tensor, not a module (the families' end in `.bias`).
+HEAD_MODULES = {
     "mlm/transform": "cls.predictions.transform.dense",
     "mlm/layer_norm": "cls.predictions.transform.LayerNorm",
     "mlm/output_bias": "cls.predictions.output_bias",
     "nsp": "cls.seq_relationship",
 }
+MODULES = {**ENCODER_MODULES, **HEAD_MODULES}
 BERT_TREE = ModuleTree(MODULES)
 
 
@@ -71,6 +76,15 @@ def encoder_weights(config, adapter, tree=BERT_TREE):
     if "pooler" not in tree.modules or not adapter.has(*_location(pooler[0], tree, config)):
         table = [weight for weight in table if weight not in pooler]
     return _read(table, adapter, tree, config)
+
+
+def head_paths(tree):
+    """The module paths of the pretraining heads `tree` names (the inverse of the prefix rule:
+    a writer puts these at the top level)."""
+    return {path for module, path in tree.modules.items() if module in _HEAD_MODULE_NAMES}
+
+
+_HEAD_MODULE_NAMES = frozenset(HEAD_MODULES)
 
 
 def head_weights(config, adapter, tree=BERT_TREE):

@@ -6,7 +6,9 @@ Weights may sit under the family's prefix (`bert.` in BertForPreTraining, BertFo
 ...; `roberta.`, `distilbert.`, `electra.`, `albert.`) or at the top level (BertModel);
 LayerNorms are `weight`/`bias` or, in old conversions, `gamma`/`beta`. Each family's module
 names are its `ModuleTree` (keras_bert_suite/families/).
-`cls.predictions.*` and `cls.seq_relationship.*` become our `mlm/...` and `nsp/...` weights.
+The pretraining heads (`cls.predictions.*` and `cls.seq_relationship.*`, RoBERTa's `lm_head.*`,
+DistilBERT's `vocab_*`, ELECTRA's generator `generator_*`, ALBERT's `predictions.*` and
+`sop_classifier.*`) become our `mlm/...` and `nsp/...` weights.
 """
 
 import json
@@ -70,7 +72,7 @@ def _read_weights(source, config, family):
     token_embedding = tree.modules["embeddings/token_embedding"]
     prefix = family.prefix if f"{family.prefix}{token_embedding}.weight" in source else ""
     weights = bert_layout.encoder_weights(config, _Adapter(source, prefix), tree)
-    # The `cls.` modules (MLM / NSP heads) are never under the `bert.` prefix.
+    # The pretraining heads are never under the family's prefix.
     weights.update(bert_layout.head_weights(config, _Adapter(source, ""), tree))
     return weights
 
@@ -102,6 +104,13 @@ def _task_head(source, hf_config, config, family):
     return None
 
 
+def output_bias_names(path):
+    """(the name transformers saves the MLM output bias under, the tied decoder's bias) for
+    the tree's `mlm/output_bias` path (BERT's `cls.predictions.output_bias` is Google's)."""
+    module = path.rsplit(".", 1)[0]
+    return f"{module}.bias", f"{module}.decoder.bias"
+
+
 class _Adapter:
     """Hugging Face spelling of the shared BERT module tree (see bert_layout.py)."""
 
@@ -110,10 +119,11 @@ class _Adapter:
 
     def _name(self, path, variable):
         name = f"{self.prefix}{path}"
-        if path == "cls.predictions.output_bias":
-            # Newer files store the bias once as cls.predictions.bias; some only as decoder.bias.
-            return ("cls.predictions.bias" if "cls.predictions.bias" in self.source
-                    else "cls.predictions.decoder.bias")
+        if variable is None and path.endswith("bias"):  # the MLM head's output bias
+            # Stored once beside the tied decoder (`cls.predictions.bias`, `lm_head.bias`),
+            # or only as the decoder's own bias in some files.
+            preferred, in_decoder = output_bias_names(path)
+            return preferred if preferred in self.source else in_decoder
         if variable in ("gamma", "beta"):  # LayerNorm: weight/bias, or gamma/beta when old
             return (f"{name}.{variable}" if f"{name}.gamma" in self.source
                     else f"{name}.{'weight' if variable == 'gamma' else 'bias'}")

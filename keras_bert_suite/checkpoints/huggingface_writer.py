@@ -12,13 +12,14 @@ import os
 import numpy as np
 
 from keras_bert_suite.checkpoints import bert_layout
+from keras_bert_suite.checkpoints.huggingface import output_bias_names
 from keras_bert_suite.checkpoints.preset_dir import write_json, write_vocabulary
 from keras_bert_suite.families import ENCODER_POOLER
 from keras_bert_suite.families.bert import FAMILY as BERT
 
-# BERT's masked-LM class builds its encoder without the pooler (the task classes say where
+# The masked-LM classes build their encoder without the pooler (the task classes say where
 # theirs is: `Family.task_heads`).
-WITHOUT_POOLER = {"BertForMaskedLM"}
+WITHOUT_POOLER_SUFFIX = "ForMaskedLM"
 SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
 
@@ -38,7 +39,9 @@ def huggingface_tensors(config, weights, architecture, head_tensors=None, family
     # A task architecture's encoder sits under the family's prefix (`bert.`); the base
     # model's (BertModel, RobertaModel, ...) at the top level.
     adapter = _Writer("" if architecture == family.base_model else family.prefix,
-                      with_pooler=pooler == ENCODER_POOLER and architecture not in WITHOUT_POOLER)
+                      with_pooler=(pooler == ENCODER_POOLER
+                                   and not architecture.endswith(WITHOUT_POOLER_SUFFIX)),
+                      head_paths=bert_layout.head_paths(family.tree))
     bert_layout.write_weights(weights, config, adapter, family.tree)
     tensors = adapter.tensors
     if pooler not in (None, ENCODER_POOLER):  # RoBERTa's classifier.dense, ...
@@ -75,16 +78,17 @@ def write_huggingface(directory, config, weights, architecture, head_tensors=Non
 class _Writer:
     """Hugging Face spelling of `bert_layout`'s module paths (the reader's `_Adapter` inverted)."""
 
-    def __init__(self, prefix, with_pooler):
-        self.prefix, self.with_pooler, self.tensors = prefix, with_pooler, {}
+    def __init__(self, prefix, with_pooler, head_paths):
+        self.prefix, self.with_pooler, self.head_paths = prefix, with_pooler, head_paths
+        self.tensors = {}
 
     def put(self, path, variable, value):
         if path.startswith("pooler") and not self.with_pooler:
             return
-        if path == "cls.predictions.output_bias":
-            self.tensors["cls.predictions.bias"] = _float32(value)
+        if variable is None and path.endswith("bias"):  # the MLM head's output bias
+            self.tensors[output_bias_names(path)[0]] = _float32(value)
             return
-        name = path if path.startswith("cls.") else f"{self.prefix}{path}"
+        name = path if path in self.head_paths else f"{self.prefix}{path}"
         if variable == "kernel":  # ours [in, out] -> torch.nn.Linear [out, in]
             value = value.T
         suffix = "bias" if variable in ("bias", "beta") else "weight"

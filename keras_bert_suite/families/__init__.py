@@ -47,6 +47,15 @@ class Family(NamedTuple):
         """transformers' class of this family with `suffix` ("ForSequenceClassification")."""
         return self.base_model[:-len("Model")] + suffix
 
+    def pretraining_class(self, next_sentence):
+        """transformers' class with our pretrainer's heads: {Family}ForMaskedLM, or with a
+        sentence-pair head (BERT's next sentence, ALBERT's sentence order)
+        {Family}ForPreTraining; None when the family's tree has no such head (RoBERTa,
+        DistilBERT and ELECTRA have no sentence-pair head)."""
+        if ("nsp" if next_sentence else "mlm/transform") not in self.tree.modules:
+            return None
+        return self.class_name("ForPreTraining" if next_sentence else "ForMaskedLM")
+
 
 ENCODER_POOLER = "encoder"
 

@@ -35,6 +35,10 @@ TREE = ModuleTree(
         "output": "ffn_output",
         "output_layer_norm": "full_layer_layer_norm",
         "pooler": "pooler",
+        "mlm/transform": "predictions.dense",  # AlbertForPreTraining's heads: H -> E
+        "mlm/layer_norm": "predictions.LayerNorm",
+        "mlm/output_bias": "predictions.bias",
+        "nsp": "sop_classifier.classifier",  # sentence order on the pooled output
     },
     layer_path=_block_path,
     group_pattern=r"(?:^|\.)albert_layer_groups\.(\d+)\.")

@@ -39,6 +39,9 @@ TREE = ModuleTree(
         "intermediate": "ffn.lin1",
         "output": "ffn.lin2",
         "output_layer_norm": "output_layer_norm",
+        "mlm/transform": "vocab_transform",  # DistilBertForMaskedLM's head
+        "mlm/layer_norm": "vocab_layer_norm",
+        "mlm/output_bias": "vocab_projector.bias",
     },
     layer_path=lambda index, config: f"transformer.layer.{index}",
     qkv=("q_lin", "k_lin", "v_lin"),

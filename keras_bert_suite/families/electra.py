@@ -4,7 +4,7 @@ out_proj on [CLS]) is the pooler with a GELU + a classifier."""
 
 from keras_bert_suite.checkpoints.bert_config import bert_json
 from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
-from keras_bert_suite.checkpoints.bert_layout import MODULES, ModuleTree
+from keras_bert_suite.checkpoints.bert_layout import ENCODER_MODULES, ModuleTree
 from keras_bert_suite.families import Family
 
 
@@ -17,8 +17,13 @@ def encoder_config(hf_json, config_file):
     return config
 
 
-TREE = ModuleTree({**{module: path for module, path in MODULES.items() if module != "pooler"},
-                   "embeddings/projection": "embeddings_project"})
+# No pooler; ElectraForMaskedLM (the generator) has the masked-LM head, H -> E.
+TREE = ModuleTree({**{module: path for module, path in ENCODER_MODULES.items()
+                      if module != "pooler"},
+                   "embeddings/projection": "embeddings_project",
+                   "mlm/transform": "generator_predictions.dense",
+                   "mlm/layer_norm": "generator_predictions.LayerNorm",
+                   "mlm/output_bias": "generator_lm_head.bias"})
 def hf_config(config):
     return {**bert_json(config), "embedding_size": config["embedding_dim"] or config["hidden_dim"]}
 

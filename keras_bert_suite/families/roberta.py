@@ -4,7 +4,7 @@ classification head (dense -> tanh -> out_proj on <s>) is the pooler + a classif
 
 from keras_bert_suite.checkpoints.bert_config import bert_json
 from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
-from keras_bert_suite.checkpoints.bert_layout import BERT_TREE
+from keras_bert_suite.checkpoints.bert_layout import ENCODER_MODULES, ModuleTree
 from keras_bert_suite.families import ENCODER_POOLER, Family
 
 
@@ -18,6 +18,12 @@ def encoder_config(hf_json, config_file):
                   num_segments=hf_json.get("type_vocab_size", 1),
                   layer_norm_epsilon=hf_json.get("layer_norm_eps", 1e-5))
     return config
+
+
+# BERT's encoder modules; RobertaForMaskedLM's head is `lm_head` (decoder tied to the word
+# embeddings), and RoBERTa has no sentence-pair head.
+TREE = ModuleTree({**ENCODER_MODULES, "mlm/transform": "lm_head.dense",
+                   "mlm/layer_norm": "lm_head.layer_norm", "mlm/output_bias": "lm_head.bias"})
 
 
 def hf_config(config):
@@ -50,5 +56,5 @@ TASK_HEADS = {  # the classification head is dense -> tanh -> out_proj: our pool
     "BertMultipleChoice": ("ForMultipleChoice", "classifier", ENCODER_POOLER),
 }
 FAMILY = Family(name="roberta", model_types=("roberta", "xlm-roberta"), prefix="roberta.",
-                tree=BERT_TREE, encoder_config=encoder_config, base_model="RobertaModel",
+                tree=TREE, encoder_config=encoder_config, base_model="RobertaModel",
                 hf_config=hf_config, presets=PRESETS, task_heads=TASK_HEADS)

@@ -4,25 +4,29 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.gather_rows import gather_rows
-from keras_bert_suite.layers.gelu import exact_gelu
+from keras_bert_suite.layers.gelu import FEED_FORWARD_ACTIVATIONS
 from keras_bert_suite.layers.quantized import float_embeddings
 from keras_bert_suite.layers.initializer import BertInitializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class MaskedLMHead(keras.layers.Layer):
-    """BERT's `cls/predictions`: gather -> Dense(H) -> GELU -> LayerNorm -> E^T + output bias.
+    """BERT's `cls/predictions`: gather -> Dense(H -> E) -> GELU -> LayerNorm -> W^T + bias.
 
     The hidden states at `mask_positions` are gathered first, so the [H, V] decoder runs on
     B·P rows (P = max predictions, ~20) instead of B·T (T = sequence length, 128-512).
     The decoder has no kernel of its own: it multiplies by the transposed token embedding
-    matrix E [V, H] of `token_embedding`, as BERT does (tied input/output embeddings).
+    matrix W [V, E] of `token_embedding`, as BERT does (tied input/output embeddings). E is
+    the embedding width: H for BERT, RoBERTa and DistilBERT; ALBERT's and ELECTRA's narrower
+    tables make the transform project the hidden states H -> E first.
 
     Args:
         token_embedding: the encoder's `keras.layers.Embedding` (`encoder.token_embedding`).
             The head keeps a reference to the layer, not a copy, so both share one variable.
         layer_norm_epsilon: epsilon of the transform's LayerNorm.
         initializer_range: stddev of the truncated-normal kernel initializer.
+        activation: the transform's GELU, "gelu" (exact erf, BERT, RoBERTa, DistilBERT,
+            ELECTRA) or "gelu_approximate" (tanh, ALBERT): the encoder's `activation`.
 
     Inputs: `sequence_output` [B, T, H] and `mask_positions` [B, P] integer indices into T;
     or, with `mask_positions=None`, the hidden states already gathered, [B, P, H].
@@ -34,16 +38,20 @@ class MaskedLMHead(keras.layers.Layer):
     """
 
     def __init__(self, token_embedding, layer_norm_epsilon=1e-12, initializer_range=0.02,
-                 **kwargs):
+                 activation="gelu", **kwargs):
         super().__init__(**kwargs)
+        if activation not in FEED_FORWARD_ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(FEED_FORWARD_ACTIVATIONS)} "
+                             f"(the encoder's), got {activation!r}.")
         self.token_embedding = token_embedding
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.activation = activation
         self.vocabulary_size = token_embedding.input_dim
-        self.hidden_dim = token_embedding.output_dim
+        self.embedding_dim = token_embedding.output_dim
 
         self.transform = keras.layers.Dense(
-            self.hidden_dim,
+            self.embedding_dim,
             kernel_initializer=BertInitializer(stddev=initializer_range),
             dtype=self.dtype_policy, name="transform")
         self.layer_norm = keras.layers.LayerNormalization(
@@ -52,9 +60,8 @@ class MaskedLMHead(keras.layers.Layer):
     def build(self, sequence_output_shape, mask_positions_shape=None):
         if not self.token_embedding.built:
             self.token_embedding.build()
-        gathered_shape = (None, None, self.hidden_dim)
-        self.transform.build(gathered_shape)
-        self.layer_norm.build(gathered_shape)
+        self.transform.build((None, None, sequence_output_shape[-1]))  # H
+        self.layer_norm.build((None, None, self.embedding_dim))
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.vocabulary_size,), initializer="zeros")
         self.built = True
@@ -63,9 +70,9 @@ class MaskedLMHead(keras.layers.Layer):
         x = sequence_output
         if mask_positions is not None:
             x = gather_rows(sequence_output, mask_positions)  # [B, P, H]
-        x = exact_gelu(self.transform(x))  # exact erf GELU, as BERT trained
+        x = FEED_FORWARD_ACTIVATIONS[self.activation](self.transform(x))  # [B, P, E]
         x = self.layer_norm(x)
-        embeddings = ops.cast(float_embeddings(self.token_embedding), self.compute_dtype)  # [V, H]
+        embeddings = ops.cast(float_embeddings(self.token_embedding), self.compute_dtype)  # [V, E]
         logits = ops.matmul(x, ops.transpose(embeddings))  # [B, P, V]
         return logits + ops.cast(self.output_bias, self.compute_dtype)
 
@@ -80,6 +87,7 @@ class MaskedLMHead(keras.layers.Layer):
             token_embedding=keras.layers.serialize(self.token_embedding),
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
+            activation=self.activation,
         )
         return config
 

@@ -3,8 +3,10 @@
 `save_google_bert(model, directory)`: an original Google BERT checkpoint (bert_config.json,
 bert_model.ckpt, vocab.txt) of a BertEncoder or a BertPretrainer (its `cls/` heads included).
 
-`save_huggingface(model, directory)`: a Hugging Face directory. Each model goes to the `transformers` class that computes the same thing, so that
-`from_pretrained` finds every weight it expects and no other:
+`save_huggingface(model, directory)`: a Hugging Face directory. Each model goes to the
+`transformers` class that computes the same thing, so that `from_pretrained` finds every weight
+it expects and no other (BERT's names below; another family's encoder gives its own, e.g.
+RobertaForMaskedLM, AlbertForPreTraining with the sentence-order head):
 
     BertEncoder, BertFeatureExtractor   BertModel (the extractor's pooling is not a weight)
     BertPretrainer                      BertForPreTraining (MLM-only: BertForMaskedLM)
@@ -67,8 +69,9 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
                         f"{module}.bias": _numpy(dense.bias)}
         extra = _label_config(model)
     elif name == "BertPretrainer":
-        architecture = ("BertForPreTraining" if model.next_sentence_head is not None
-                        else "BertForMaskedLM")
+        if model.next_sentence_head is not None:
+            _check_pretraining_class(family)
+        architecture = family.pretraining_class(model.next_sentence_head is not None)
     else:
         architecture = family.base_model
 
@@ -202,18 +205,23 @@ def _refuse_per_layer_sizes(encoder, function):
 
 
 def _family(config, name):
-    """The family whose transformers format holds the encoder exactly (its encoder and task
-    classes; the pretraining heads are BERT's only)."""
+    """The family whose transformers format holds the encoder exactly (its encoder, task and
+    pretraining classes)."""
     family = family_holding(config)
     if family is None:
         _refuse_other_families(config, "save_huggingface", "no transformers family")
-    if family.name != "bert" and name == "BertPretrainer":
-        raise ValueError(
-            f"save_huggingface: a BertPretrainer on a {family.name} encoder: this library "
-            f"writes {family.name}'s encoder ({family.base_model}) and task classes, not its "
-            f"pretraining heads. Pass model.encoder, or save the whole model with "
-            f"save_to_preset or model.save('model.keras').")
     return family
+
+
+def _check_pretraining_class(family):
+    """RoBERTa, DistilBERT and ELECTRA have no transformers class with a sentence-pair head."""
+    if family.pretraining_class(next_sentence=True) is None:
+        raise ValueError(
+            f"save_huggingface: this BertPretrainer has a next-sentence head, and transformers "
+            f"has no {family.name} class that holds one ({family.class_name('ForMaskedLM')} "
+            f"holds the masked-LM head only). Build the pretrainer with "
+            f"next_sentence_prediction=False, pass model.encoder, or save the whole model with "
+            f"save_to_preset or model.save('model.keras').")
 
 
 def _refuse_other_families(config, function, holder="BERT's architecture"):

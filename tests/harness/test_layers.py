@@ -145,9 +145,14 @@ def test_transformer_block_at_some_positions():
 # === MaskedLMHead ===
 
 
+def _tanh_gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
 def _head_reference(layer, data):
     x = np.take_along_axis(data["sequence_output"], data["mask_positions"][:, :, None], 1)
-    x = _gelu(x @ to_numpy(layer.transform.kernel) + to_numpy(layer.transform.bias))
+    gelu = _tanh_gelu if layer.activation == "gelu_approximate" else _gelu
+    x = gelu(x @ to_numpy(layer.transform.kernel) + to_numpy(layer.transform.bias))
     x = _layer_norm(x, to_numpy(layer.layer_norm.gamma), to_numpy(layer.layer_norm.beta),
                     layer.layer_norm_epsilon)
     return x @ to_numpy(layer.token_embedding.embeddings).T + to_numpy(layer.output_bias)
@@ -162,6 +167,18 @@ def test_masked_lm_head():
         {"sequence_output": X, "mask_positions": POSITIONS},
         expected_output_shape=(B, 3, V), expected_output=_head_reference,
         expected_num_trainable_weights=6)  # tied embedding, transform 2, LN 2, output bias
+
+
+def test_masked_lm_head_of_narrow_embeddings():
+    """ALBERT's and ELECTRA's head: the transform projects H -> E (the embedding width) and
+    ALBERT's GELU is the tanh approximation."""
+    embedding = keras.layers.Embedding(V, H // 2, embeddings_initializer="random_normal",
+                                       name="token_embedding")
+    run_layer_test(
+        MaskedLMHead, dict(token_embedding=embedding, activation="gelu_approximate"),
+        {"sequence_output": X, "mask_positions": POSITIONS},
+        expected_output_shape=(B, 3, V), expected_output=_head_reference,
+        expected_num_trainable_weights=6)
 
 
 # === ScalarMix ===

@@ -86,3 +86,10 @@ def test_standalone_config_round_trip(tmp_path):
     restored = keras.saving.load_model(path)
     assert_close(restored([hidden, positions]), head(hidden, positions))
     assert isinstance(restored.layers[-1], MaskedLMHead)
+
+
+def test_an_unknown_activation_is_a_clear_error():
+    import pytest
+
+    with pytest.raises(ValueError, match="activation must be one of"):
+        MaskedLMHead(keras.layers.Embedding(VOCABULARY, HIDDEN), activation="relu")

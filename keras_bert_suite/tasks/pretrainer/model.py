@@ -111,7 +111,8 @@ class BertPretrainer(BertTask):
         policy = encoder.layer_dtype_policy
         masked_lm_head = MaskedLMHead(
             encoder.token_embedding, layer_norm_epsilon=encoder.layer_norm_epsilon,
-            initializer_range=encoder.initializer_range, dtype=policy, name="masked_lm_head")
+            initializer_range=encoder.initializer_range, activation=encoder.activation,
+            dtype=policy, name="masked_lm_head")
         next_sentence_head = None
         if next_sentence_prediction:
             next_sentence_head = keras.layers.Dense(
@@ -238,9 +239,11 @@ class BertPretrainer(BertTask):
     def from_preset(cls, preset, load_weights=True, sequence_length=None, preprocessor=None,
                     encoder_overrides=None, **task_arguments):
         """`BertTask.from_preset`, and the heads are loaded too when the checkpoint has them
-        (Hugging Face `cls.predictions.*` / `cls.seq_relationship.*`, Google
+        (transformers' *ForPreTraining / *ForMaskedLM of every family, Google
         `cls/predictions/*` / `cls/seq_relationship/*`, or a preset saved by
-        `save_to_preset`); otherwise they start random, with a warning. No preprocessor
+        `save_to_preset`); otherwise they start random, with a warning. A checkpoint with a
+        masked-LM head decides `next_sentence_prediction` unless it is given: True when it
+        has a sentence-pair head (BERT's next sentence, ALBERT's sentence order). No preprocessor
         unless asked for ("auto"): pretraining data come packed and masked from the data
         pipeline."""
         return super().from_preset(preset, load_weights, sequence_length, preprocessor,
@@ -255,6 +258,9 @@ class BertPretrainer(BertTask):
         checkpoint = resolve_checkpoint(preset, load_weights=load_weights)  # read once
         encoder = encoder_from_checkpoint(
             BertEncoder, checkpoint, preset, load_weights, **encoder_overrides)
+        weights = checkpoint.weights or {}
+        if "mlm/output_bias" in weights:  # a pretraining checkpoint: its heads, no others
+            task_arguments.setdefault("next_sentence_prediction", "nsp/kernel" in weights)
         pretrainer = cls(encoder, preprocessor=preprocessor, **task_arguments)
         if checkpoint.weights is not None:
             pretrainer._load_head_weights(checkpoint.weights, preset)
