@@ -17,6 +17,9 @@ on whatever Keras backend the pytest process runs (KerasHub's `TestCase`, as fun
   same outputs.
 * `run_preset_test`: `from_preset`, then `save_to_preset` / `from_preset` again: same
   class, config and outputs.
+* `run_serving_form_test`: an encoder's layers against their serving forms
+  (`keras_bert_suite/layers/serving/`), layer by layer (embeddings, projection, each block as
+  scheduled, pooler) and as the whole `ServingEncoder`, float32.
 * `run_preprocessor_test`: a text layer (TensorFlow ops on every backend): config round
   trip, the same output in a tf.data graph as eagerly and from the restored layer.
 * `run_optimizer_test`, `run_loss_test`, `run_metric_test`, `run_schedule_test`: config
@@ -585,3 +588,63 @@ def run_schedule_test(schedule, steps, expected, *, rtol=RTOL, atol=ATOL):
                                    err_msg=type(candidate).__name__)
         assert all(math.isfinite(v) for v in values)
     return restored
+
+
+# === Serving forms ===
+
+
+def run_serving_form_test(encoder, inputs, rtol=1e-4, atol=1e-5):
+    """Each layer of `encoder` (a BertEncoder) computes what its serving form computes on the
+    previous layer's output, and the whole ServingEncoder what the encoder computes
+    (`inputs`: packed encoder inputs with padding). The forms are TensorFlow ops on the
+    weights as NumPy, whatever the backend."""
+    import tensorflow as tf
+
+    from keras_bert_suite.export.serving_encoder import ServingEncoder
+    from keras_bert_suite.layers.serving.activations import POOLER
+    from keras_bert_suite.layers.serving.attention import key_bias
+    from keras_bert_suite.layers.serving.dense import dense, reader
+    from keras_bert_suite.layers.serving.embeddings import embeddings
+    from keras_bert_suite.layers.serving.transformer_block import transformer_block
+
+    weights = {name: to_numpy(value) for name, value in encoder.weight_map().items()}
+    ids = {name: tf.constant(value, tf.int32) for name, value in inputs.items()}
+    batch, length = inputs["token_ids"].shape
+    mask = inputs["padding_mask"]
+
+    def flat(x):
+        return to_numpy(x).reshape(batch * length, -1)
+
+    x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], mask, training=False)
+    served = embeddings(reader(weights, "embeddings/"), ids["token_ids"], ids["segment_ids"],
+                        ids["padding_mask"], encoder.num_segments > 0, encoder.position_offset,
+                        encoder.layer_norm_epsilon)
+    _compare(served.numpy(), flat(x), rtol, atol, "embeddings")
+    if encoder.embedding_projection is not None:
+        projected = encoder.embedding_projection(x)
+        served = dense(tf.constant(flat(x)), reader(weights, "embeddings/projection/"))
+        _compare(served.numpy(), flat(projected), rtol, atol, "embedding projection")
+        x = projected
+    attention_mask = mask.astype(bool)[:, None, None, :]  # as the encoder passes it
+    for layer, block_indices in enumerate(encoder.layer_blocks):
+        for index in block_indices:
+            block = encoder.transformer_layers[index]
+            expected = block(x, attention_mask, training=False)
+            served = transformer_block(
+                tf.constant(flat(x)), reader(weights, f"layer_{index}/"),
+                block.attention.num_heads, block.attention.head_dim, block.activation,
+                block.layer_norm_epsilon, key_bias(ids["padding_mask"]), batch, length)
+            _compare(served.numpy(), flat(expected), rtol, atol,
+                     f"layer {layer} (block {index})")
+            x = expected
+    first = to_numpy(x)[:, 0]
+    served = POOLER[encoder.pooler_activation](dense(tf.constant(first), reader(weights,
+                                                                                "pooler/")))
+    _compare(served.numpy(), to_numpy(encoder.pooler(first)), rtol, atol, "pooler")
+    whole = ServingEncoder(encoder)(ids)
+    expected = encoder(inputs, training=False)
+    assert sorted(whole) == sorted(expected), (sorted(whole), sorted(expected))
+    for name in expected:
+        _compare(whole[name].numpy(), to_numpy(expected[name]), rtol, atol,
+                 f"ServingEncoder {name}")
+

@@ -6,8 +6,6 @@ import threading
 
 import numpy as np
 
-from keras.src.models.functional import operation_fn
-
 from keras_bert_suite.export.serving_encoder import ServingEncoder, check_precision
 
 _export = threading.local()  # the precision and ServingEncoders of the export being written
@@ -48,26 +46,14 @@ def calibration_inputs(preprocessor, texts):
 
 def model_call(model):
     """inputs -> model(inputs, training=False), with the BertEncoder inside (or the model
-    itself, if it is one) replaced by its ServingEncoder; the other layers run as Keras
-    traces them."""
+    itself, if it is one) computed by its ServingEncoder: a task runs its head layers on the
+    serving encoder's outputs (`BertTask.call_with_encoder`)."""
     from keras_bert_suite.models.find_encoder import find_encoder
 
     encoder = find_encoder(model)
     if encoder is model:
         return _serving_encoder(model)
-    if encoder is None or encoder not in model.layers:
+    if encoder is None or not hasattr(model, "call_with_encoder"):
         return lambda inputs: model(inputs, training=False)
-    fast_encoder = _serving_encoder(encoder)
-
-    def layer_call(layer):
-        if layer is encoder:
-            return lambda encoder_inputs, **kwargs: fast_encoder(encoder_inputs)
-        return operation_fn(layer, training=False)
-
-    def call(inputs):
-        # What keras.Model.__call__ runs for a functional model (Functional.call), with one
-        # layer swapped: Keras has no public hook for that.
-        return model._run_through_graph(model._standardize_inputs(inputs),
-                                        operation_fn=layer_call)
-
-    return call
+    serving_encoder = _serving_encoder(encoder)
+    return lambda inputs: model.call_with_encoder(inputs, serving_encoder)

@@ -16,13 +16,19 @@ def exact_gelu(x):
     fused = backend_kernels.exact_gelu(x)
     if fused is not None:
         return fused
-    return 0.5 * x * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
+    return erf_gelu(x, ops.erf)
 
 
-def tanh_gelu(x):
+def erf_gelu(x, erf):
+    """The exact GELU's formula with the `erf` of x's library (keras.ops here, TensorFlow's in
+    the serving graph, which runs in any Keras backend's process)."""
+    return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
+
+
+def tanh_gelu(x, tanh=ops.tanh):
     """0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³))): the approximation ALBERT's
-    checkpoints were trained with (transformers' "gelu_new")."""
-    return 0.5 * x * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+    checkpoints were trained with (transformers' "gelu_new"); `tanh` of x's library."""
+    return 0.5 * x * (1.0 + tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
 
 
 # The `activation` names of the encoder's feed-forward networks (transformers' `hidden_act`

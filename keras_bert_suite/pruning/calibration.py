@@ -12,7 +12,7 @@ by one pass over them.
 import keras
 import numpy as np
 
-ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+from keras_bert_suite.names import ENCODER_INPUTS
 
 
 def calibration_arrays(model, data, what):

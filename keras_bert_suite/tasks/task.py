@@ -29,8 +29,8 @@ from keras_bert_suite.text import task_inputs
 from keras_bert_suite.text.preprocessor import BertPreprocessor
 from keras_bert_suite.training.optimizers import build_optimizer_before_tracing, create_optimizer
 from keras_bert_suite.layers.initializer import BertInitializer
+from keras_bert_suite.names import ENCODER_INPUTS
 
-ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 # The top of the BERT paper's fine-tuning grid (2e-5 .. 5e-5). The number of training steps
 # is unknown at compile time, so the default rate is constant; for BERT's warm-up + linear
 # decay pass `create_optimizer(learning_rate=..., num_train_steps=..., num_warmup_steps=...)`.
@@ -277,6 +277,13 @@ class BertTask(BertModelBase, keras.Model):
         raise NotImplementedError(
             f"{type(self).__name__} has no head_outputs; distill it on its logits only "
             "(hidden_weight=0, attention_weight=0).")
+
+    def call_with_encoder(self, inputs, run_encoder):
+        """The model's inference outputs with the encoder's pass done by `run_encoder`
+        (encoder inputs -> encoder outputs), through the same head layers as the graph: how
+        an export runs the task on the encoder's serving graph."""
+        encoded = run_encoder({name: inputs[name] for name in ENCODER_INPUTS})
+        return self.head_outputs(encoded, inputs)
 
     def serving_signatures(self, **options):
         """{signature name: export.signature.ServingSignature} with "serving_default" (raw

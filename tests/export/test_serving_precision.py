@@ -24,7 +24,7 @@ import tensorflow as tf
 from keras_bert_suite import BertClassifier, BertEncoder, BertFeatureExtractor, cli
 from keras_bert_suite.export import export_saved_model, unservable_ops
 from keras_bert_suite.export.op_check import saved_model_ops
-from keras_bert_suite.export.int8_matmul import int8_copy, int8_dense, smoothing_factors
+from keras_bert_suite.layers.serving.int8_matmul import int8_copy, int8_dense, smoothing_factors
 from keras_bert_suite.export.serving_encoder import ServingEncoder
 from keras_bert_suite.names import SERVING_PRECISIONS as PRECISIONS
 from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes

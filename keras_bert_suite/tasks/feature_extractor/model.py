@@ -39,6 +39,17 @@ def _pool(tokens, padding_mask, pooling):
     return ops.sum(tokens * mask, axis=1) / count  # mean over real tokens only
 
 
+def _features(encoded, padding_mask, layers, pooling, normalize, scalar_mix):
+    if layers == "last_hidden":
+        tokens = encoded["sequence_output"]  # [B, T, H]
+    else:
+        tokens = _token_features(layers, encoded["hidden_states"], scalar_mix)  # [B, T, D]
+    sentence = _pool(tokens, padding_mask, pooling)  # [B, D]
+    if normalize:
+        sentence = ops.normalize(sentence, axis=-1)
+    return {"token_embeddings": tokens, "sentence_embedding": sentence}
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertFeatureExtractor(BertTask):
     """Outputs {"token_embeddings": [B, T, D], "sentence_embedding": [B, D]}.
@@ -99,15 +110,8 @@ class BertFeatureExtractor(BertTask):
 
         # === Functional graph ===
         inputs = encoder_inputs()
-        encoded = encoder(inputs)
-        if layers == "last_hidden":
-            tokens = encoded["sequence_output"]  # [B, T, H]
-        else:
-            tokens = _token_features(layers, encoded["hidden_states"], scalar_mix)  # [B, T, D]
-        sentence = _pool(tokens, inputs["padding_mask"], pooling)  # [B, D]
-        if normalize:
-            sentence = ops.normalize(sentence, axis=-1)
-        outputs = {"token_embeddings": tokens, "sentence_embedding": sentence}
+        outputs = _features(encoder(inputs), inputs["padding_mask"], layers, pooling,
+                            normalize, scalar_mix)
         super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
         freeze_unused_pooler(encoder)  # the head reads sequence_output only
 
@@ -116,6 +120,10 @@ class BertFeatureExtractor(BertTask):
         self.normalize = normalize
         self.scalar_mix = scalar_mix
         self.compile()
+
+    def head_outputs(self, encoder_outputs, inputs):
+        return _features(encoder_outputs, inputs["padding_mask"], self.feature_layers,
+                         self.pooling, self.normalize, self.scalar_mix)
 
     def serving_signatures(self):
         from keras_bert_suite.tasks.feature_extractor.serving import serving_signatures

@@ -10,6 +10,14 @@ from keras_bert_suite.tasks.task import (
     resolve_encoder)
 
 
+def _choice_logits(inputs, run_encoder, fold, dropout_layer, head, num_choices):
+    """[B, C, T] inputs folded to [B·C, T], one score per pooled output, unfolded to [B, C]."""
+    folded = {name: fold(inputs[name]) for name in ENCODER_INPUTS}  # [B·C, T]
+    pooled = run_encoder(folded)["pooled_output"]  # [B·C, H]
+    scores = head(dropout_layer(pooled))  # [B·C, 1]
+    return ops.reshape(scores, (-1, num_choices))  # [B, C]
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertMultipleChoice(BertTask):
     """Scores each (context, choice) pair; logits [B, num_choices], softmax over choices.
@@ -54,10 +62,7 @@ class BertMultipleChoice(BertTask):
 
         # === Functional graph ===
         inputs = encoder_inputs(shape=(num_choices, None))  # [B, C, T]
-        folded = {name: fold(inputs[name]) for name in ENCODER_INPUTS}  # [B·C, T]
-        pooled = encoder(folded)["pooled_output"]  # [B·C, H]
-        scores = head(dropout_layer(pooled))  # [B·C, 1]
-        logits = ops.reshape(scores, (-1, num_choices))  # [B, C]
+        logits = _choice_logits(inputs, encoder, fold, dropout_layer, head, num_choices)
         super().__init__(inputs, logits, encoder, preprocessor, **kwargs)
 
         self.num_choices = num_choices
@@ -66,6 +71,10 @@ class BertMultipleChoice(BertTask):
         self.classifier_dropout = dropout_layer
         self.choice_head = head
         self.compile()
+
+    def call_with_encoder(self, inputs, run_encoder):
+        return _choice_logits(inputs, run_encoder, self.fold_choices, self.classifier_dropout,
+                              self.choice_head, self.num_choices)
 
     def _check_inputs(self, inputs):
         super()._check_inputs(inputs)

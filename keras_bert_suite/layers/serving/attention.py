@@ -1,0 +1,32 @@
+"""The serving form of `BertSelfAttention` (no dropout, every row a query)."""
+
+import math
+
+import tensorflow as tf
+
+from keras_bert_suite.layers.serving.dense import dense
+from keras_bert_suite.layers.serving.int8_matmul import Int8Kernel
+
+
+def key_bias(padding_mask):
+    """[B, T] -> [B, 1, 1, T]: -1e9 on padded keys, added to the scores before the softmax;
+    exp underflows to exactly 0, as with the Keras layer's boolean mask."""
+    return (1.0 - tf.cast(padding_mask, tf.float32))[:, None, None, :] * -1e9
+
+
+def self_attention(x, read, num_heads, head_dim, bias, batch, length):
+    """x [B T, H] -> [B T, H]: the one fused q|k|v matmul, attention per head, the output
+    projection. `read`: "qkv/kernel" [H, 3, N, Dh] (or its int8 copy, already 2-D),
+    "qkv/bias" [3, N, Dh], "output/{kernel,bias}"; `bias`: `key_bias` of the padding."""
+    def flat(name):  # the [H, 3 N Dh] kernel and [3 N Dh] bias of the one qkv matmul
+        value = read(name)
+        if isinstance(value, Int8Kernel):  # stored 2-D
+            return value
+        return tf.reshape(value, [value.shape[0], -1] if name.endswith("kernel") else [-1])
+    qkv = dense(x, flat, "qkv/")  # [B T, 3 N Dh]
+    qkv = tf.reshape(qkv, [batch, length, 3, num_heads, head_dim])
+    query, key, value = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # [B, N, T, Dh]
+    scores = tf.matmul(query, key, transpose_b=True) * (1.0 / math.sqrt(head_dim))
+    context = tf.matmul(tf.nn.softmax(scores + bias), value)  # [B, N, T, Dh]
+    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, num_heads * head_dim])
+    return dense(context, read, "output/")
