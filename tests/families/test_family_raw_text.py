@@ -1,7 +1,9 @@
 """A family checkpoint as transformers saves it, tokenizer files included, is a task on raw
 text: `BertClassifier.from_preset(directory)` picks the family's tokenizer (byte-level BPE,
 SentencePiece) and packing, and its logits on real sentences are transformers' logits on
-the same strings through transformers' own tokenizer; it trains on raw text too."""
+the same strings through transformers' own tokenizer; it trains on raw text too, a RoBERTa
+teacher distils into a smaller RoBERTa student, and an ALBERT export answers raw strings from
+`kbs serve`'s REST server."""
 
 import os
 import shutil
@@ -96,3 +98,67 @@ def test_served_model_takes_raw_text(family, byte_pair_dir, sentencepiece_dirs,
     fuzz = [t.encode("utf-8") for t in HARD_CASES] + [b"\xff\xfe\xc3", b"<s></s><mask>"]
     logits = served(tf.constant(fuzz))["logits"].numpy()
     assert logits.shape == (len(fuzz), 3) and np.isfinite(logits).all()
+
+
+def _kl(teacher_logits, student_logits):
+    """Mean KL(teacher || student) of the class distributions."""
+    def log_softmax(x):
+        x = x - x.max(-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+    t, s = log_softmax(teacher_logits.astype("float64")), log_softmax(
+        student_logits.astype("float64"))
+    return float(np.mean((np.exp(t) * (t - s)).sum(-1)))
+
+
+def test_roberta_teacher_distils_into_a_smaller_student(byte_pair_dir, sentencepiece_dirs,
+                                                        all_sotu_sentences, tmp_path):
+    """A RoBERTa classifier from transformers teaches a 1-layer student of the same family
+    (positions from the padding mask, the BPE tokenizer): the student starts from the
+    teacher's layer and its distribution moves toward the teacher's on real sentences."""
+    from keras_bert_suite.distillation import BertDistiller, student_from_teacher
+    from keras_bert_suite.text import BytePairTokenizer
+    from tests.conftest import to_numpy
+
+    _checkpoint("roberta", byte_pair_dir, sentencepiece_dirs, str(tmp_path))
+    teacher = BertClassifier.from_preset(str(tmp_path), sequence_length=SEQUENCE_LENGTH)
+    student = student_from_teacher(teacher, num_layers=1)
+    config = student.encoder.get_config()
+    assert (config["num_layers"], config["position_offset"], config["num_segments"]) == (1, 2, 1)
+    assert isinstance(student.preprocessor.tokenizer, BytePairTokenizer)
+    texts = [s for s in all_sotu_sentences[9000:9400] if len(s) < 160][:48]
+    x = {name: to_numpy(value) for name, value in teacher.preprocessor(texts).items()}
+
+    def agreement():
+        return _kl(to_numpy(teacher(x, training=False)), to_numpy(student(x, training=False)))
+
+    before = agreement()
+    distiller = BertDistiller(teacher, student, temperature=1.0, soft_weight=1.0,
+                              hard_weight=0.0, hidden_weight=1.0, attention_weight=0.0)
+    distiller.compile(optimizer="adam")  # 1e-3: a few steps move a tiny model
+    distiller.fit(x, np.zeros(len(texts), "int32"), batch_size=16, epochs=4, verbose=0,
+                  shuffle=False)
+    after = agreement()
+    assert after < 0.5 * before, (before, after)
+
+
+@pytest.mark.needs_tf_serving
+def test_kbs_serve_answers_raw_text_with_a_family_export(byte_pair_dir, sentencepiece_dirs,
+                                                         all_sotu_sentences, tmp_path):
+    """`kbs serve`'s REST server loads an ALBERT export (SentencePiece in the graph) and
+    answers raw strings with our logits."""
+    from keras_bert_suite.export import export_saved_model
+    from keras_bert_suite.serving import RestClient
+    from keras_bert_suite.serving.model_store import ModelStore
+    from keras_bert_suite.serving.server import RestServer
+
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    _checkpoint("albert", byte_pair_dir, sentencepiece_dirs, str(checkpoint))
+    ours = BertClassifier.from_preset(str(checkpoint), sequence_length=SEQUENCE_LENGTH)
+    base = str(tmp_path / "exports")
+    export_saved_model(ours, base, name="albert", warmup=False)
+    texts = all_sotu_sentences[8000:8012] + ["Café déjà vu", "<s></s>[CLS]"]
+    with RestServer(ModelStore(model_base_path=base, poll_seconds=0), port=0) as server:
+        rows = RestClient(server.url).predict("albert", instances=texts)
+    assert_all_close(np.array([row["logits"] for row in rows]), ours.predict(texts, verbose=0),
+                     rtol=1e-4, atol=1e-5, what="served logits")
