@@ -19,7 +19,7 @@ def load_checkpoint(path, load_weights=True):
 
     `path` is a directory (ours, Hugging Face, original Google BERT, TF Model Garden or KerasHub
     preset) or the prefix of a TensorFlow checkpoint (`.../bert_model.ckpt`), TF1 (Google) or
-    TF2 (Model Garden), with bert_config.json beside it. With
+    TF2 (Model Garden), with bert_config.json (or albert_config.json) beside it. With
     `load_weights=False` only the config, vocabulary and casing are read.
     """
     path = os.path.abspath(os.fspath(path))

@@ -34,12 +34,13 @@ def load(directory, load_weights=True, checkpoint_prefix=None):
 
 
 def load_directory(directory, read_weights, checkpoint_format, load_weights=True,
-                   checkpoint_prefix=None):
+                   checkpoint_prefix=None, config_file=CONFIG_FILE, read_config=encoder_config):
     """What Google's TF1 and Model Garden's TF2 releases share: bert_config.json, vocab.txt and
-    a TensorFlow checkpoint, whose weights `read_weights(prefix, config, config_path)` reads."""
-    config_path = os.path.join(directory, CONFIG_FILE)
+    a TensorFlow checkpoint, whose weights `read_weights(prefix, config, config_path)` reads.
+    `config_file` / `read_config(json, path)`: another family's config (ALBERT's)."""
+    config_path = os.path.join(directory, config_file)
     with open(config_path) as f:
-        config = encoder_config(json.load(f), config_path)
+        config = read_config(json.load(f), config_path)
     weights = None
     if load_weights:
         prefix = checkpoint_prefix or find_checkpoint_prefix(directory)
