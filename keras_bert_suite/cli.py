@@ -222,8 +222,9 @@ def build_parser():
                          "model.safetensors, tokenizer files) of the encoder, the pretraining "
                          "heads or a task model; google: an original BERT checkpoint "
                          "(bert_config.json, bert_model.ckpt, vocab.txt) of the encoder and "
-                         "the pretraining heads; keras_hub: a KerasHub preset (BertBackbone, "
-                         "BertTextClassifier for a classifier, BertMaskedLM for a pretrainer; "
+                         "the pretraining heads; keras_hub: a KerasHub preset (BertBackbone or the "
+                         "family's backbone, e.g. RobertaBackbone; BertTextClassifier or the "
+                         "family's for a classifier, BertMaskedLM for a BERT pretrainer; "
                          "other task heads are not exported)")
     convert.set_defaults(run=_convert)
 

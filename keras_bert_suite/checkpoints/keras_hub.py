@@ -1,6 +1,7 @@
 """KerasHub BertBackbone presets (config.json naming keras_hub>BertBackbone, model.weights.h5,
 tokenizer.json, assets/tokenizer/vocabulary.txt), and converters between KerasHub's weights
-and ours.
+and ours. The other families' backbones (RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA) are
+keras_hub_families.py's; `load` reads those presets too.
 
 KerasHub names a weight by its Keras variable path (`BertBackbone.weights[i].path`):
 
@@ -31,11 +32,16 @@ from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 from keras_bert_suite.checkpoints.tensors import TensorSource
 
-NAME = "KerasHub BertBackbone preset"
+NAME = "KerasHub BERT-family preset"
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
 TASK_CONFIG_FILE, TASK_WEIGHTS_FILE = "task.json", "task.weights.h5"  # a KerasHub task's head
-FILES_NEEDED = f"{CONFIG_FILE} naming keras_hub>BertBackbone + {WEIGHTS_FILE}"
+# Every backbone `load` reads (keras_hub_families.BACKBONES, spelled out: no import cycle).
+BACKBONE_CLASSES = ("BertBackbone", "RobertaBackbone", "XLMRobertaBackbone",
+                    "DistilBertBackbone", "AlbertBackbone", "ElectraBackbone")
+FILES_NEEDED = (f"{CONFIG_FILE} naming keras_hub>BertBackbone (or RobertaBackbone, "
+                f"XLMRobertaBackbone, DistilBertBackbone, AlbertBackbone, ElectraBackbone) + "
+                f"{WEIGHTS_FILE}")
 
 # Table template -> KerasHub's variable path (under `transformer_layer_{i}/` for a layer's).
 # `{part}`: KerasHub keeps query, key and value in three variables; ours stacks them.
@@ -81,10 +87,14 @@ def load(directory, load_weights=True):
     config_path = os.path.join(directory, CONFIG_FILE)
     with open(config_path) as f:
         saved = json.load(f)
-    if saved.get("class_name") != "BertBackbone":
+    if saved.get("class_name") not in BACKBONE_CLASSES:
         raise UnsupportedCheckpointError(
             f"{config_path}: KerasHub class '{saved.get('class_name')}' is not supported; only "
-            f"BertBackbone presets can be loaded into BertEncoder.")
+            f"{', '.join(BACKBONE_CLASSES)} presets can be loaded into BertEncoder.")
+    if saved["class_name"] != "BertBackbone":
+        from keras_bert_suite.checkpoints import keras_hub_families
+
+        return keras_hub_families.load(directory, saved, load_weights)
     config = encoder_config(saved["config"])
     weights = None
     if load_weights:
@@ -110,7 +120,7 @@ def _masked_lm_head(directory, config):
     """Our `mlm/...` weights from a BertMaskedLM preset's task.weights.h5 (what save_keras_hub
     writes for a BertPretrainer), so BertPretrainer.from_preset reads its head back; {} for
     any other preset."""
-    source = _task_weights(directory, "BertMaskedLM")
+    source = task_weights(directory, "BertMaskedLM")
     if source is None:
         return {}
     return {weight.name: source.get(MASKED_LM_HEAD_NAMES[weight.name], weight.shape)
@@ -119,16 +129,19 @@ def _masked_lm_head(directory, config):
 
 def _classifier_head(directory, config):
     """A BertTextClassifier preset's `logits` Dense as a Checkpoint.task_head, else None."""
-    source = _task_weights(directory, "BertTextClassifier")
-    if source is None:
-        return None
+    source = task_weights(directory, "BertTextClassifier")
+    return None if source is None else classifier_head(source, config)
+
+
+def classifier_head(source, config):
+    """A KerasHub TextClassifier's `logits` Dense (task.weights.h5) as our BertClassifier's."""
     units = int(source.get_unchecked(CLASSIFIER_HEAD_NAMES["bias"]).shape[0])
     return {"task": "BertClassifier", "label_names": None,
             "kernel": source.get(CLASSIFIER_HEAD_NAMES["kernel"], (config["hidden_dim"], units)),
             "bias": source.get(CLASSIFIER_HEAD_NAMES["bias"], (units,))}
 
 
-def _task_weights(directory, class_name):
+def task_weights(directory, class_name):
     """A TensorSource over task.weights.h5 when task.json names `class_name`, else None."""
     task_path = os.path.join(directory, TASK_CONFIG_FILE)
     weights_path = os.path.join(directory, TASK_WEIGHTS_FILE)

@@ -1,21 +1,26 @@
-"""Writes a KerasHub preset directory that `keras_hub.models.BertBackbone.from_preset` (and, for
-a task, `BertTextClassifier` / `BertMaskedLM.from_preset`) loads.
+"""Writes a KerasHub preset directory that `keras_hub.models.BertBackbone.from_preset` (or
+another family's backbone: RobertaBackbone, XLMRobertaBackbone, DistilBertBackbone,
+AlbertBackbone, ElectraBackbone; and, for a task, `BertTextClassifier` / `BertMaskedLM` /
+`<Family>TextClassifier.from_preset`) loads.
 
-KerasHub's own models write it: we build a BertBackbone (and the task) with our architecture,
-set every variable by its path from `keras_hub.to_keras_hub`, and call their `save_to_preset`,
-so the files (config.json, model.weights.h5, metadata.json, task.json, task.weights.h5,
-preprocessor.json, tokenizer.json, assets/tokenizer/vocabulary.txt) are whatever this KerasHub
-version writes and reads. The inverse of `keras_hub.load`.
+KerasHub's own models write it: we build the backbone (and the task) with our architecture,
+set every variable by its path from `keras_hub.to_keras_hub` (`keras_hub_families.to_keras_hub`
+for the other families), and call their `save_to_preset`, so the files (config.json,
+model.weights.h5, metadata.json, task.json, task.weights.h5, preprocessor.json,
+tokenizer.json, assets/tokenizer/vocabulary.txt) are whatever this KerasHub version writes and
+reads. The inverse of `keras_hub.load`.
 
-KerasHub's BertBackbone computes the tanh-approximate GELU where we (and BERT) compute the exact
-one: the preset holds our weights bit for bit, but KerasHub's outputs differ from ours by about
-1e-3 relative (the numbers are in test_export_keras_hub.py).
+KerasHub's BertBackbone and ElectraBackbone compute the tanh-approximate GELU where we (and
+BERT's and ELECTRA's checkpoints) compute the exact one: the preset holds our weights bit for
+bit, but KerasHub's outputs differ from ours by about 1e-3 relative (the numbers are in
+test_export_keras_hub.py and test_keras_hub_families.py).
 """
 
 import os
 
 import numpy as np
 
+from keras_bert_suite.checkpoints import keras_hub_families
 from keras_bert_suite.checkpoints.keras_hub import to_keras_hub
 
 # KerasHub's BertBackbone hard-wires this epsilon; its config has no key for another one.
@@ -23,35 +28,53 @@ KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
 
 
 def write_keras_hub(directory, config, weights, task=None, task_arguments=None,
-                    task_weights=None, vocabulary=None, lowercase=True, sequence_length=None):
+                    task_weights=None, vocabulary=None, lowercase=True, sequence_length=None,
+                    backbone_class="BertBackbone"):
     """Writes the directory; returns its path.
 
     `config`: BertEncoder arguments; `weights`: {canonical name: array} (the encoder's).
-    `task`: None (the backbone alone), "BertTextClassifier" or "BertMaskedLM", built with
-    `task_arguments` (e.g. num_classes, dropout) and `task_weights` ({KerasHub variable path:
-    array}, the task's own variables). With a `vocabulary` (token list) the preset also gets
-    KerasHub's BertTokenizer, and a classifier its preprocessor with `sequence_length`.
+    `backbone_class`: KerasHub's backbone, "BertBackbone" or one of
+    `keras_hub_families.BACKBONES` (its `backbone_for(config)`).
+    `task`: None (the backbone alone), "BertTextClassifier", "BertMaskedLM" or the family's
+    TextClassifier, built with `task_arguments` (e.g. num_classes, dropout) and `task_weights`
+    ({KerasHub variable path: array}, the task's own variables; the `pooled_dense` of
+    RoBERTa's and DistilBERT's classifiers, our pooler, is added here). With a `vocabulary`
+    (WordPiece token list: BERT, DistilBERT, ELECTRA) the preset also gets KerasHub's
+    tokenizer, and a classifier its preprocessor with `sequence_length`.
     """
     keras_hub = _import_keras_hub()
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
-    backbone = backbone_with_weights(config, weights)
+    backbone, pooled = _backbone_and_pooler(config, weights, backbone_class)
     tokenizer = None
     if vocabulary is not None:
-        # Uncased BERT also strips accents (KerasHub's BertTokenizer does not by default)
-        tokenizer = keras_hub.models.BertTokenizer(
+        # Uncased BERT also strips accents (KerasHub's WordPiece tokenizers do not by default)
+        tokenizer = getattr(keras_hub.models, backbone_class.replace("Backbone", "Tokenizer"))(
             vocabulary=list(vocabulary), lowercase=bool(lowercase),
             strip_accents=bool(lowercase))
     model = backbone
     if task is not None:
         model = _task(keras_hub, task, backbone, tokenizer, sequence_length, task_arguments)
         backbone_variables = {id(variable) for variable in backbone.weights}
-        _assign([v for v in model.weights if id(v) not in backbone_variables], task_weights,
-                f"KerasHub {task}'s head")
+        _assign([v for v in model.weights if id(v) not in backbone_variables],
+                {**pooled, **(task_weights or {})}, f"KerasHub {task}'s head")
     model.save_to_preset(directory)
     if tokenizer is not None and getattr(model, "preprocessor", None) is None:
         tokenizer.save_to_preset(directory)  # a task's preprocessor has written it already
     return directory
+
+
+def _backbone_and_pooler(config, weights, backbone_class):
+    """(KerasHub's backbone holding `weights`, {pooled_dense path: array} for a classifier
+    where the backbone has no pooler)."""
+    if backbone_class == "BertBackbone":
+        return backbone_with_weights(config, weights), {}
+    family = keras_hub_families.BACKBONES[backbone_class]
+    backbone = getattr(_import_keras_hub().models, backbone_class)(
+        **family.arguments(config), dtype="float32")  # float32: the preset keeps our weights
+    variables, pooled = keras_hub_families.to_keras_hub(family, weights, config)
+    _assign(backbone.weights, variables, f"KerasHub {backbone_class}")
+    return backbone, pooled
 
 
 def backbone_with_weights(config, weights):
@@ -71,18 +94,17 @@ def backbone_with_weights(config, weights):
 
 def _task(keras_hub, task, backbone, tokenizer, sequence_length, task_arguments):
     arguments = dict(task_arguments or {})
-    if task == "BertTextClassifier":
+    if task.endswith("TextClassifier"):
         preprocessor = None
         if tokenizer is not None:
             length = {} if sequence_length is None else {"sequence_length": sequence_length}
-            preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, **length)
-        return keras_hub.models.BertTextClassifier(backbone, preprocessor=preprocessor,
-                                                   **arguments)
+            preprocessor = getattr(keras_hub.models, f"{task}Preprocessor")(tokenizer, **length)
+        return getattr(keras_hub.models, task)(backbone, preprocessor=preprocessor, **arguments)
     if task == "BertMaskedLM":
         # No preprocessor: KerasHub's does the MLM masking, whose rates are not ours to pick;
         # from_preset builds its default one from tokenizer.json.
         return keras_hub.models.BertMaskedLM(backbone, **arguments)
-    raise ValueError(f"No KerasHub task '{task}': BertTextClassifier or BertMaskedLM.")
+    raise ValueError(f"No KerasHub task '{task}': a TextClassifier or BertMaskedLM.")
 
 
 def _assign(variables, values, what):

@@ -15,8 +15,9 @@ RobertaForMaskedLM, AlbertForPreTraining with the sentence-order head):
     BertSpanLabeler                     BertForQuestionAnswering
     BertMultipleChoice                  BertForMultipleChoice
 
-`save_keras_hub(model, directory)`: a KerasHub preset directory (BertBackbone, and for a
-classifier or a pretrainer the KerasHub task that computes the same thing).
+`save_keras_hub(model, directory)`: a KerasHub preset directory (BertBackbone or the family's
+backbone, and for a classifier or a BERT pretrainer the KerasHub task that computes the same
+thing).
 """
 
 import logging
@@ -24,6 +25,7 @@ import logging
 import keras
 import numpy as np
 
+from keras_bert_suite.checkpoints import keras_hub_families
 from keras_bert_suite.checkpoints.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.google_bert_writer import write_google_bert
 from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
@@ -109,19 +111,29 @@ def save_google_bert(model, directory, vocabulary=None):
 def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     """Writes `model` as a KerasHub preset directory, with KerasHub's own `save_to_preset`:
 
-        BertEncoder, BertFeatureExtractor   BertBackbone
-        BertClassifier                      BertTextClassifier (pooled -> dropout -> "logits")
-        BertPretrainer                      BertMaskedLM (the NSP head has no place: dropped)
+        BertEncoder, BertFeatureExtractor   BertBackbone, or the family's backbone:
+                                            RobertaBackbone (XLMRobertaBackbone with XLM-R's
+                                            SentencePiece tokenizer), DistilBertBackbone,
+                                            AlbertBackbone, ElectraBackbone
+        BertClassifier                      BertTextClassifier (pooled -> dropout -> "logits"),
+                                            Roberta-, XLMRoberta-, DistilBert-,
+                                            AlbertTextClassifier (their `pooled_dense`: our
+                                            pooler); ELECTRA: the backbone only (no task)
+        BertPretrainer                      BertMaskedLM (the NSP head has no place: dropped);
+                                            another family's: refused
         BertTokenClassifier, BertSpanLabeler, BertMultipleChoice
-                                            BertBackbone only (KerasHub has no such task; the
+                                            the backbone only (KerasHub has no such task; the
                                             head is not exported, with a warning)
 
-    `keras_hub.models.BertBackbone.from_preset(directory)` (or the task's class) loads it and
-    `BertEncoder.from_preset(directory)` reads the encoder back bit for bit. KerasHub has no
-    label names (a classifier's are not written) and hard-wires layer_norm_epsilon=1e-12
-    (another one is refused). Its BertBackbone computes the tanh-approximate GELU where ours
-    is exact: with the same weights its outputs differ from ours by ~1e-3 relative
-    (MiniLM; BertMaskedLM's head layer norm also uses epsilon 1e-5 where ours uses 1e-12).
+    `keras_hub.models.<X>Backbone.from_preset(directory)` (or the task's class) loads it and
+    `BertEncoder.from_preset(directory)` reads the encoder back bit for bit (RoBERTa: see
+    checkpoints/keras_hub_families.py for its position table and segment row; RoBERTa's and
+    DistilBERT's backbones have no pooler, so only their classifier presets keep ours).
+    KerasHub has no label names (a classifier's are not written) and hard-wires each
+    backbone's layer-norm epsilon and GELU: an encoder it cannot hold is refused, saying
+    what. BertBackbone and ElectraBackbone compute the tanh-approximate GELU where ours is
+    exact: with the same weights their outputs differ from ours by ~1e-3 relative (MiniLM;
+    BertMaskedLM's head layer norm also uses epsilon 1e-5 where ours uses 1e-12).
 
     >>> import keras_hub
     >>> from keras_bert_suite import BertClassifier
@@ -131,20 +143,32 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     >>> theirs.predict(["a gripping drama"], verbose=0).shape
     (1, 2)
 
-    `vocabulary` is a token list or a `BertTokenizer` (default: the preprocessor's); with
-    one the preset gets KerasHub's BertTokenizer, `lowercase` defaulting to the tokenizer's.
+    `vocabulary` is a token list or a `BertTokenizer` (default: the preprocessor's); with a
+    WordPiece one the preset gets KerasHub's tokenizer (BERT's, DistilBERT's, ELECTRA's),
+    `lowercase` defaulting to the tokenizer's. RoBERTa's, XLM-R's and ALBERT's byte-level BPE
+    and SentencePiece tokenizers are not written (a warning says so).
     """
     name = _exportable_name(model, "save_keras_hub")
     config, weights = _config_and_weights(model, "save_keras_hub")
-    _refuse_other_families(config, "save_keras_hub")
+    tokenizer = vocabulary if vocabulary is not None else getattr(
+        getattr(model, "preprocessor", None), "tokenizer", None)
+    backbone = _keras_hub_backbone(config, tokenizer)
+    family = None if backbone == "BertBackbone" else keras_hub_families.BACKBONES[backbone]
+    classifier = "BertTextClassifier" if family is None else family.classifier
     task, task_arguments, task_weights = None, None, None
-    if name == "BertClassifier":
-        task = "BertTextClassifier"
+    if name == "BertClassifier" and classifier is not None:
+        task = classifier
         task_arguments = {"num_classes": model.num_classes, "dropout": model.dropout}
         dense = model.classifier_head
         task_weights = {CLASSIFIER_HEAD_NAMES[variable]: _numpy(getattr(dense, variable))
                         for variable in ("kernel", "bias")}
     elif name == "BertPretrainer":
+        if family is not None:
+            raise ValueError(
+                f"save_keras_hub writes a BertPretrainer as BERT's BertMaskedLM only, and this "
+                f"encoder is written as KerasHub's {backbone}. Pass model.encoder (the "
+                f"backbone alone), or use save_huggingface, which writes this family's "
+                f"pretraining heads.")
         task = "BertMaskedLM"
         task_weights = {theirs: weights[ours] for ours, theirs in MASKED_LM_HEAD_NAMES.items()}
         if model.next_sentence_head is not None:
@@ -152,14 +176,54 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
                            "is not exported.")
     elif name in TASK_HEADS:
         logger.warning("KerasHub has no task for %s: only its encoder is exported (a "
-                       "BertBackbone preset), not its head.", name)
+                       "%s preset), not its head.", name, backbone)
+    _warn_what_keras_hub_computes_otherwise(family, config, task)
 
     tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
+    if tokens is not None and not _writes_wordpiece(family, tokenizer):
+        logger.warning("save_keras_hub writes WordPiece tokenizers only (BERT's, DistilBERT's, "
+                       "ELECTRA's): the %s preset gets no tokenizer.", backbone)
+        tokens = None
     return write_keras_hub(
         directory, config, weights, task=task, task_arguments=task_arguments,
         task_weights=task_weights, vocabulary=tokens,
         lowercase=tokenizer_lowercase if lowercase is None else lowercase,
-        sequence_length=getattr(getattr(model, "preprocessor", None), "sequence_length", None))
+        sequence_length=getattr(getattr(model, "preprocessor", None), "sequence_length", None),
+        backbone_class=backbone)
+
+
+def _keras_hub_backbone(config, tokenizer):
+    """KerasHub's backbone class for the encoder: BertBackbone for BERT's architecture, else
+    the family's that holds it; a ValueError that says what no backbone can hold."""
+    if all(config[key] == value for key, value in BERT_FAMILY_DEFAULTS.items()):
+        return "BertBackbone"
+    xlm_roberta = getattr(tokenizer, "style", None) == "xlm_roberta"  # its SentencePiece
+    try:
+        return keras_hub_families.backbone_for(config, sentencepiece=xlm_roberta).class_name
+    except ValueError as error:
+        raise ValueError(f"save_keras_hub: {error} save_huggingface writes every family "
+                         f"transformers has. " + _OUR_FORMATS.format(what="every family")
+                         ) from None
+
+
+def _writes_wordpiece(family, tokenizer):
+    """Whether KerasHub's tokenizer for the backbone and ours are both WordPiece."""
+    ours = tokenizer is None or isinstance(tokenizer, (list, tuple)) or (
+        type(tokenizer).__name__ == "BertTokenizer")
+    return ours and (family is None or family.wordpiece)
+
+
+def _warn_what_keras_hub_computes_otherwise(family, config, task):
+    if family is None:
+        return
+    if family.class_name == "ElectraBackbone" and config["pooler_activation"] != "tanh":
+        logger.warning("KerasHub's ElectraBackbone applies tanh to its pooled_dense where this "
+                       "encoder's pooler applies %s: its pooled_output is not ours (its "
+                       "sequence_output is, up to its tanh GELU).", config["pooler_activation"])
+    if "pooler/kernel" not in family.names and task is None:
+        logger.warning("KerasHub's %s has no pooler: this encoder's is not exported (a %s "
+                       "preset of a BertClassifier holds it).", family.class_name,
+                       family.classifier)
 
 
 def _exportable_name(model, function):
@@ -225,9 +289,10 @@ def _check_pretraining_class(family):
 
 
 def _refuse_other_families(config, function, holder="BERT's architecture"):
-    """Google's and KerasHub's BERT formats hold BERT's architecture (and transformers none
-    of a mix such as RoBERTa's positions with ALBERT's shared layers): such an encoder would
-    be written wrong, so it is refused with what differs from BERT."""
+    """Google's BERT format holds BERT's architecture (and transformers none of a mix such
+    as RoBERTa's positions with ALBERT's shared layers): such an encoder would be written
+    wrong, so it is refused with what differs from BERT. (KerasHub's backbones: see
+    `keras_hub_families.backbone_for`.)"""
     differs = {key: config[key] for key, bert in BERT_FAMILY_DEFAULTS.items()
                if config[key] != bert}
     if differs:

@@ -18,7 +18,7 @@ def test_unknown_directory_lists_the_formats_and_their_files(tmp_path):
     message = str(error.value)
     assert "weights.bin" in message  # says what it found
     for expected in ("keras_bert_suite preset directory", "model.weights.npz",
-                     "KerasHub BertBackbone preset", "model.weights.h5",
+                     "KerasHub BERT-family preset", "model.weights.h5",
                      "Hugging Face BERT-family directory", "model.safetensors", "pytorch_model.bin",
                      "original Google BERT checkpoint", "bert_config.json",
                      "bert_model.ckpt.index", "TF Model Garden TF2 BERT checkpoint",

@@ -7,7 +7,7 @@ from keras_bert_suite.checkpoints import (
     PRESETS, UnknownCheckpointFormatError, UnknownPresetError, list_presets, resolve_checkpoint)
 
 FORMATS = ("keras_bert_suite preset directory", "Hugging Face BERT-family directory",
-           "original Google BERT checkpoint", "KerasHub BertBackbone preset")
+           "original Google BERT checkpoint", "KerasHub BERT-family preset")
 
 
 def test_misspelled_name_names_the_closest_preset_and_lists_them_all():

@@ -101,16 +101,19 @@ def test_student_of_a_one_group_teacher_runs_its_blocks_fewer_times():
 
 @pytest.mark.parametrize("save", ["save_huggingface", "save_google_bert", "save_keras_hub"])
 def test_writers_refuse_what_their_format_cannot_hold_and_say_why(save, tmp_path):
-    """Google's and KerasHub's BERT formats hold BERT only; transformers has no family with
-    every variation at once."""
+    """Google's BERT format holds BERT only; transformers has no family with every variation
+    at once; KerasHub's ALBERT (shared layers) has a tanh pooler."""
     from keras_bert_suite.models import to_checkpoint
 
     encoder = BertEncoder(**{**EVERY_VARIATION, "num_segments": 2, "position_offset": 0})
     holder = "no transformers family" if save == "save_huggingface" else "BERT's architecture"
-    with pytest.raises(ValueError, match=rf"writes {holder}, and this encoder has family "
-                                         r"arguments \(embedding_dim=8, activation="
-                                         r"'gelu_approximate', pooler_activation='relu', "
-                                         r"num_layer_groups=2, layers_per_group=2\)"):
+    message = (rf"writes {holder}, and this encoder has family arguments \(embedding_dim=8, "
+               r"activation='gelu_approximate', pooler_activation='relu', "
+               r"num_layer_groups=2, layers_per_group=2\)")
+    if save == "save_keras_hub":
+        message = (r"save_keras_hub: KerasHub's AlbertBackbone cannot hold this encoder's "
+                   r"pooler_activation='relu' \(it holds 'tanh'\)")
+    with pytest.raises(ValueError, match=message):
         getattr(to_checkpoint, save)(encoder, tmp_path / "out")
 
 
