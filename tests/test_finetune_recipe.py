@@ -45,7 +45,7 @@ def test_every_finetune_recipe_loads():
 def test_one_schema_for_every_recipe():
     """Pretraining and fine-tuning recipes spell their shared keys the same way."""
     from keras_bert_suite.recipe_runner import finetuning
-    from keras_bert_suite.tasks.pretrainer import recipe as pretraining
+    from keras_bert_suite.recipe_runner import pretraining
 
     def keys(tree, prefix=""):
         return {prefix + k if not isinstance(v, dict) else k2

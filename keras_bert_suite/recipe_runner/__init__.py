@@ -3,16 +3,19 @@
     recipe = load_recipe("pretrain_cpu_smoke", overrides=["training.num_train_steps=20"])
     summary = run_recipe(recipe, "runs/smoke")
 
-recipe.py loads and overrides recipe files; each task's module holds its schema (keys and
-defaults) and its run function. A recipe's "task" key picks the module.
+recipe.py loads and overrides recipe files; finetuning.py, pretraining.py and distillation.py
+hold each recipe kind's schema (keys and defaults) and its run function, all three on one
+`TrainingRun` (run.py); a task's own part (data, model class, metric) is in its
+`tasks/<task>/recipe.py`. A recipe's "task" key (and a "distillation" section) picks the
+kind.
 """
 
 import os
 
-from keras_bert_suite.recipe_runner import distillation, finetuning
-from keras_bert_suite.tasks.pretrainer import recipe as pretraining
+from keras_bert_suite.recipe_runner import distillation, finetuning, pretraining
 from keras_bert_suite.recipe_runner.finetuning import run_finetuning
-from keras_bert_suite.tasks.pretrainer.recipe import build_datasets, run_pretraining
+from keras_bert_suite.recipe_runner.pretraining import run_pretraining
+from keras_bert_suite.tasks.pretrainer.recipe import build_datasets
 from keras_bert_suite.recipe_runner.recipe import (
     RECIPES_DIR,
     RecipeError,

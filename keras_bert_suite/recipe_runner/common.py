@@ -1,6 +1,6 @@
 """The recipe keys every task shares, spelled once, and the optimizer they describe.
 
-A task's schema (`finetuning.DEFAULTS`, `tasks/pretrainer/recipe.DEFAULTS`) is
+A task's schema (`finetuning.DEFAULTS`, `pretraining.DEFAULTS`) is
 `common_defaults(...)` merged with the keys only that task has, so `training.batch_size`,
 `training.optimizer.learning_rate` or `distribution.strategy` mean the same in every recipe.
 """

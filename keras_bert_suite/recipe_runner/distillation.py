@@ -14,13 +14,12 @@ training times) and the task's predictions file.
 """
 
 import os
-import time
 
 from keras_bert_suite.recipe_runner import finetuning
 from keras_bert_suite.recipe_runner.common import merged, recipe_optimizer
-from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
+from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema
+from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.recipe_runner.task_data import task_module
-from keras_bert_suite import storage
 
 DEFAULTS = merged(finetuning.DEFAULTS, {
     "distillation": {
@@ -86,54 +85,32 @@ def _student_training(recipe, batch_size):
 
 def run_distillation(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     """Distils as the recipe says; returns {"metrics", "model_path", "model"} (the student)."""
-    import keras
-
     from keras_bert_suite.distillation import BertDistiller
     from keras_bert_suite.models.lora import parameter_count
-    from keras_bert_suite.training import training_callbacks
 
-    from keras_bert_suite.distribution import start_distribution
-
-    storage.makedirs(output_dir)
-    write_json(os.path.join(output_dir, "recipe.json"), recipe)
-    teacher, teacher_metrics = _teacher(recipe, output_dir, log)
-    distribution, batch_size, _ = start_distribution(recipe, log)
+    teacher, teacher_metrics = _teacher(recipe, output_dir, log)  # may fine-tune it first
+    run = TrainingRun(recipe, output_dir, log)
     task = task_module(recipe["task"])
-    recipe = {**recipe, "training": _student_training(recipe, batch_size)}
+    recipe = {**recipe, "training": _student_training(recipe, run.batch_size)}
     training, config = recipe["training"], recipe["distillation"]
-    keras.utils.set_random_seed(training["seed"])
     task_data = task.prepare(recipe, teacher.preprocessor, log)
     total_steps, epochs, steps_per_epoch = finetuning.training_steps(
         training, task_data.num_train_examples)
-    with distribution.scope():  # the student, its optimizer and the distiller's own weights
+    with run.building():  # the student, its optimizer and the distiller's own weights
         student = _student(recipe, teacher, task, task_data)
         distiller = BertDistiller(
             teacher, student, temperature=config["temperature"],
             soft_weight=config["soft_weight"], hard_weight=config["hard_weight"],
             hidden_weight=config["hidden_weight"], attention_weight=config["attention_weight"])
-        distiller.compile(optimizer=recipe_optimizer(training["optimizer"], total_steps),
-                          jit_compile=training["jit_compile"],
-                          run_eagerly=training["run_eagerly"],
-                          steps_per_execution=distribution.steps_per_execution)
+        run.compile(distiller, recipe_optimizer(training["optimizer"], total_steps))
     log(f"Student: {student.encoder.num_layers} layers, {parameter_count(student.weights):,} "
         f"parameters (teacher: {teacher.encoder.num_layers} layers, "
         f"{parameter_count(teacher.weights):,}); {total_steps} updates")
-    started = time.perf_counter()
-    with distribution.run_scope():
-        distiller.fit(distribution.shard_input(task_data.train).repeat(), epochs=epochs,
-                      steps_per_epoch=steps_per_epoch, verbose=verbose, shuffle=False,
-                      callbacks=[*training_callbacks(output_dir, backup=False), *callbacks])
-    train_seconds = time.perf_counter() - started
-    model_path = os.path.join(output_dir, "model.keras")
-    student.save(model_path)
-    metrics = task.evaluate(student, task_data, recipe, output_dir)
-    metrics.update(train_seconds=round(train_seconds, 1),
-                   student_layers=student.encoder.num_layers,
-                   student_parameters=parameter_count(student.weights),
-                   teacher_parameters=parameter_count(teacher.weights))
+    extra = {"student_layers": student.encoder.num_layers,
+             "student_parameters": parameter_count(student.weights),
+             "teacher_parameters": parameter_count(teacher.weights)}
     if teacher_metrics is not None:
-        metrics["teacher"] = {k: v for k, v in teacher_metrics.items() if not isinstance(v, dict)}
-    write_json(os.path.join(output_dir, "metrics.json"), metrics)
-    log("Metrics: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                                for k, v in metrics.items() if not isinstance(v, dict)))
-    return {"metrics": metrics, "model_path": model_path, "model": student}
+        extra["teacher"] = {k: v for k, v in teacher_metrics.items() if not isinstance(v, dict)}
+    return finetuning.train_and_evaluate(
+        run, student, task, task_data, recipe, epochs, steps_per_epoch, callbacks, verbose,
+        log, trained=distiller, extra_metrics=extra)

@@ -17,13 +17,12 @@ then linear decay to 0), `fit`, evaluation. The output directory gets:
 """
 
 import math
-import os
 import time
 
 from keras_bert_suite.recipe_runner.common import common_defaults, merged, recipe_optimizer
 from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
+from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.recipe_runner.task_data import task_module
-from keras_bert_suite import storage
 
 # The shared keys (recipe_runner/common.py) with fine-tuning's defaults: the embedded real
 # pretrained checkpoint (all-MiniLM-L6-v2), the top of the BERT paper's grid (2e-5 .. 5e-5)
@@ -85,23 +84,15 @@ def training_steps(training, num_examples):
 
 def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     """Fine-tunes and evaluates as the recipe says; returns {"metrics", "model_path", ...}."""
-    import keras
-
-    from keras_bert_suite.distribution import start_distribution
     from keras_bert_suite.models.lora import parameter_count
     from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
-    from keras_bert_suite.training import set_mixed_precision, training_callbacks
 
-    distribution, batch_size, precision = start_distribution(recipe, log)
+    run = TrainingRun(recipe, output_dir, log)
     task = task_module(recipe["task"])
-    model_config, training = recipe["model"], recipe["training"]
+    model_config = recipe["model"]
     # The task modules batch with training.batch_size: make it the global batch.
-    recipe = {**recipe, "training": {**training, "batch_size": batch_size}}
+    recipe = {**recipe, "training": {**recipe["training"], "batch_size": run.batch_size}}
     training = recipe["training"]
-    if distribution.is_chief:
-        storage.makedirs(output_dir)  # or gs://bucket/dir: any path tf.io.gfile reaches
-        write_json(os.path.join(output_dir, "recipe.json"), recipe)
-    keras.utils.set_random_seed(training["seed"])
 
     # The task's preprocessor serves training, evaluation, predict and export alike.
     tokenizer = tokenizer_from_preset(model_config["preset"])
@@ -110,51 +101,54 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     total_steps, epochs, steps_per_epoch = training_steps(training, task_data.num_train_examples)
     log(f"{task_data.num_train_examples} training examples -> {total_steps} updates "
         f"({epochs} epochs of {steps_per_epoch})")
-
-    previous_policy = keras.config.dtype_policy()
-    set_mixed_precision(precision)
-    try:
-        with distribution.scope():
-            model = _compiled_model(task, recipe, preprocessor, task_data, total_steps,
-                                    distribution.steps_per_execution)
-    finally:
-        keras.config.set_dtype_policy(previous_policy)
+    with run.building():
+        model = task_model(task, recipe, preprocessor, task_data)
+        run.compile(model, recipe_optimizer(training["optimizer"], total_steps))
 
     log(f"{parameter_count(model.trainable_weights):,} of {parameter_count(model.weights):,} "
         "parameters train"
         + (f" (LoRA rank {training['lora_rank']})" if training["lora_rank"] else ""))
-    chief = distribution.is_chief
+    return train_and_evaluate(run, model, task, task_data, recipe, epochs, steps_per_epoch,
+                              callbacks, verbose, log)
+
+
+def train_and_evaluate(run, model, task, task_data, recipe, epochs, steps_per_epoch,
+                       callbacks=(), verbose="auto", log=print, trained=None,
+                       extra_metrics=None):
+    """Fits `trained` (default `model`; a distiller trains its student `model`) on the
+    task's training data, saves `model` as model.keras and, on the chief, evaluates it with
+    the task's metric into metrics.json (with `extra_metrics`). Returns {"metrics",
+    "model_path", "model"}."""
+    import keras
+
+    from keras_bert_suite.models.lora import parameter_count
+
+    train = run.distribution.whole_batches(
+        run.distribution.shard_input(task_data.train).repeat(), run.batch_size)
     started = time.perf_counter()
-    with distribution.run_scope():
-        train = distribution.whole_batches(
-            distribution.shard_input(task_data.train).repeat(), batch_size)
-        model.fit(train, epochs=epochs, steps_per_epoch=steps_per_epoch, shuffle=False,
-                  verbose=verbose,
-                  callbacks=[*training_callbacks(output_dir, backup=False, chief=chief),
-                             *callbacks])
+    run.fit(trained or model, train, epochs=epochs, steps_per_epoch=steps_per_epoch,
+            verbose=verbose, callbacks=callbacks)
     train_seconds = time.perf_counter() - started
-    model_path = os.path.join(output_dir, "model.keras")
-    if not chief:  # the chief saves and evaluates
+    model_path = run.save(model, "model.keras")
+    if not run.chief:  # the chief saves and evaluates
         return {"metrics": None, "model_path": model_path, "model": model}
-    model.save(model_path)
-    if distribution.num_workers > 1:
+    if run.distribution.num_workers > 1:
         # Each worker's predict() would see only its share of the evaluation data: the chief
         # evaluates a plain (undistributed) copy of the trained model instead.
         model = keras.saving.load_model(model_path)
-    metrics = task.evaluate(model, task_data, recipe, output_dir)
+    metrics = task.evaluate(model, task_data, recipe, run.output_dir)
     metrics["train_seconds"] = round(train_seconds, 1)
     metrics["trainable_parameters"] = parameter_count(model.trainable_weights)
     metrics["train_examples"] = task_data.num_train_examples
-    write_json(os.path.join(output_dir, "metrics.json"), metrics)
+    metrics.update(extra_metrics or {})
+    write_json(run.path("metrics.json"), metrics)
     log("Metrics: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                 for k, v in metrics.items() if not isinstance(v, dict)))
     return {"metrics": metrics, "model_path": model_path, "model": model}
 
 
-def _compiled_model(task, recipe, preprocessor, task_data, total_steps, steps_per_execution):
-    """The task model from the recipe's preset, compiled with BERT's fine-tuning AdamW."""
-    from keras_bert_suite.training import loss_scaled
-
+def task_model(task, recipe, preprocessor, task_data):
+    """The task model from the recipe's preset (encoder weights, fresh head)."""
     model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
     model = task.MODEL.from_preset(
         model_config["preset"], load_weights=model_config["load_weights"],
@@ -166,8 +160,4 @@ def _compiled_model(task, recipe, preprocessor, task_data, total_steps, steps_pe
         raise RecipeError(
             f"data.sequence_length={data['sequence_length']} exceeds the model's "
             f"max_sequence_length={model.encoder.max_sequence_length}.")
-    optimizer = recipe_optimizer(training["optimizer"], total_steps)
-    model.compile(optimizer=loss_scaled(optimizer), jit_compile=training["jit_compile"],
-                  run_eagerly=training["run_eagerly"],
-                  steps_per_execution=steps_per_execution)
     return model

@@ -104,7 +104,7 @@ def mirrored_step():
 
     # The pretraining runner on the same two replicas.
     from keras_bert_suite.recipe_runner import load_recipe
-    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
+    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
 
     recipe = load_recipe("pretrain_cpu_smoke", overrides=[
         'distribution.strategy="mirrored"',
@@ -142,7 +142,7 @@ def multi_worker():
     import tensorflow as tf
 
     from keras_bert_suite.recipe_runner import load_recipe
-    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
+    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
 
     recipe = load_recipe("pretrain_cpu_smoke", overrides=[
         'distribution.strategy="multi_worker"', *SMALL_PRETRAINING])
@@ -183,7 +183,7 @@ def jax_fit():
     import keras
 
     from keras_bert_suite.recipe_runner import load_recipe
-    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
+    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
 
     results = {}
     for strategy in ("none", "data_parallel", "model_parallel"):
@@ -218,7 +218,7 @@ def jax_multi_host():
 
     from keras_bert_suite.recipe_runner import load_recipe
     from keras_bert_suite.recipe_runner.finetuning import run_finetuning
-    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
+    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
 
     def save(name, model, index):
         weights = [np.asarray(w) for w in model.get_weights()]
@@ -357,7 +357,7 @@ def pretrain_until_paused():
     import keras
 
     from keras_bert_suite.recipe_runner import load_recipe
-    from keras_bert_suite.tasks.pretrainer.recipe import run_pretraining
+    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
 
     output, ready, intervals = sys.argv[2], sys.argv[3], int(sys.argv[4])
 
