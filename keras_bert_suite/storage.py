@@ -15,6 +15,7 @@ preset directory) goes through these functions.
 """
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -116,3 +117,12 @@ def local_directory(path):
         copy_tree(local, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_json(path, value):
+    """Writes `value` to `path` atomically (a reader never sees half a file); `path` may be
+    any path tf.io.gfile reaches (gs://bucket/run/history.json)."""
+    tmp = path + ".tmp"
+    with open_file(tmp, "w") as f:
+        f.write(json.dumps(value, indent=1))
+    replace(tmp, path)

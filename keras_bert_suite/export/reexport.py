@@ -103,13 +103,13 @@ _WORKER = _Worker()
 def export_from_spec(spec_path):
     import keras
 
+    import keras_bert_suite
     import keras_bert_suite.text  # noqa: F401  registers the serializable text classes
-    from keras_bert_suite.tasks import load_model
     from keras_bert_suite.export.tf_writer import write_saved_model
 
     with open(spec_path) as f:
         spec = json.load(f)
-    model = load_model(spec["model"], compile=False)
+    model = keras_bert_suite.load_model(spec["model"], compile=False)  # any of our models
     model.preprocessor = keras.saving.deserialize_keras_object(spec["preprocessor"])
     if spec["label_names"] is not None:
         model.label_names = spec["label_names"]

@@ -24,7 +24,8 @@ import json
 
 from keras_bert_suite import storage
 from keras_bert_suite.recipe_runner.common import common_defaults, merged, recipe_optimizer
-from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema, write_json
+from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema
+from keras_bert_suite.storage import write_json
 from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.tasks.pretrainer.recipe import build_datasets, recipe_tokenizer
 

@@ -15,14 +15,12 @@ import difflib
 import json
 import os
 
+from keras_bert_suite.tasks.recipe_contract import RecipeError
+
 RECIPES_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "recipes")
 _REQUIRED_TYPES = {bool: (bool,), int: (int,), float: (int, float), str: (str,),
                    list: (list,), dict: (dict,)}
-
-
-class RecipeError(ValueError):
-    """A recipe or an override is wrong; the message names the key or the file."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,14 +147,3 @@ def _check_type(key, value, default, source):
     if not isinstance(value, allowed):
         raise RecipeError(f"{source}: '{key}' must be a {type(default).__name__} (like "
                           f"{json.dumps(default)}), got {json.dumps(value)}.")
-
-
-def write_json(path, value):
-    """Writes `value` to `path` atomically (a reader never sees half a file); `path` may be
-    any path tf.io.gfile reaches (gs://bucket/run/history.json)."""
-    from keras_bert_suite import storage
-
-    tmp = path + ".tmp"
-    with storage.open_file(tmp, "w") as f:
-        f.write(json.dumps(value, indent=1))
-    storage.replace(tmp, path)

@@ -17,7 +17,7 @@ import contextlib
 import os
 
 from keras_bert_suite import storage
-from keras_bert_suite.recipe_runner.recipe import write_json
+from keras_bert_suite.storage import write_json
 
 
 class TrainingRun:

@@ -20,7 +20,7 @@ from keras_bert_suite import BertMultipleChoice, BertSpanLabeler, BertTokenClass
 from keras_bert_suite.data import corpora
 from keras_bert_suite.export import export_saved_model
 from keras_bert_suite.recipe_runner import load_recipe
-from keras_bert_suite.recipe_runner.task_data import TaskData
+from keras_bert_suite.tasks.recipe_contract import TaskData
 from keras_bert_suite.tasks.classifier.metrics import accuracy
 from keras_bert_suite.tasks.span_labeler import recipe as span_recipe
 from keras_bert_suite.tasks.span_labeler.metric import score_answers

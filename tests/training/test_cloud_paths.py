@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from keras_bert_suite import BertPretrainer
 from keras_bert_suite.recipe_runner import load_recipe, run_pretraining
-from keras_bert_suite.recipe_runner.recipe import write_json
+from keras_bert_suite.storage import write_json
 from keras_bert_suite import storage
 from tests.test_pretrain_recipe import TINY, Interrupt
 

@@ -11,8 +11,8 @@ import os
 import numpy as np
 
 from keras_bert_suite.tasks.classifier.model import BertClassifier
-from keras_bert_suite.recipe_runner.recipe import RecipeError
-from keras_bert_suite.recipe_runner.task_data import TaskData
+from keras_bert_suite.tasks.recipe_contract import RecipeError
+from keras_bert_suite.tasks.recipe_contract import TaskData
 from keras_bert_suite import storage
 
 MODEL = BertClassifier

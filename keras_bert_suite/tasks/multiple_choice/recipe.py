@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from keras_bert_suite.tasks.multiple_choice.model import BertMultipleChoice
-from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
+from keras_bert_suite.tasks.recipe_contract import TaskData, data_files
 from keras_bert_suite import storage
 
 MODEL = BertMultipleChoice

@@ -11,7 +11,8 @@ import json
 import os
 import random
 
-from keras_bert_suite.recipe_runner.recipe import RecipeError, write_json
+from keras_bert_suite.storage import write_json
+from keras_bert_suite.tasks.recipe_contract import RecipeError
 
 
 def corpus_files(corpus, max_files=None):

@@ -8,8 +8,8 @@ official format) and scores exact match / F1 as the official SQuAD script does.
 import os
 
 from keras_bert_suite.tasks.span_labeler.model import BertSpanLabeler
-from keras_bert_suite.recipe_runner.recipe import RecipeError
-from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
+from keras_bert_suite.tasks.recipe_contract import RecipeError
+from keras_bert_suite.tasks.recipe_contract import TaskData, data_files
 
 MODEL = BertSpanLabeler
 QUOREF_DEV_FRACTION = 0.2  # of the passages (whole passages: no dev passage seen in training)

@@ -9,8 +9,8 @@ import os
 import random
 
 from keras_bert_suite.tasks.token_classifier.model import BertTokenClassifier
-from keras_bert_suite.recipe_runner.recipe import RecipeError
-from keras_bert_suite.recipe_runner.task_data import TaskData, data_files
+from keras_bert_suite.tasks.recipe_contract import RecipeError
+from keras_bert_suite.tasks.recipe_contract import TaskData, data_files
 from keras_bert_suite import storage
 
 MODEL = BertTokenClassifier

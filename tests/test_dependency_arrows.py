@@ -1,0 +1,65 @@
+"""The package's dependency arrows, as docs/design.md draws them: every import (module level or
+inside a function) from one top-level part of keras_bert_suite to another must be an arrow
+below. A new arrow fails this test: draw it in docs/design.md and add it here, or import the
+other way round."""
+
+import ast
+import collections
+import pathlib
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_suite"
+# part -> the parts it may import (a part: a subpackage, or a top-level module).
+ARROWS = {
+    "cli": {"recipe_runner", "tasks", "export", "serving", "models", "checkpoints", "text",
+            "names", "demo", "list_presets", "BertEncoder", "BertPreprocessor",
+            "BertPretrainer"},
+    "demo": {"recipe_runner", "tasks", "export", "serving", "checkpoints", "data",
+             "BertEncoder", "BertPreprocessor"},
+    "recipe_runner": {"distillation", "tasks", "distribution", "models", "text", "training",
+                      "storage"},
+    "distillation": {"tasks", "models", "text", "training", "names"},
+    "pruning": {"models", "text", "names"},
+    "tasks": {"export", "models", "layers", "checkpoints", "text", "data", "training",
+              "storage", "names"},
+    "export": {"models", "layers", "text", "names"},
+    "distribution": {"models"},
+    "models": {"checkpoints", "families", "layers"},
+    # Two pairs import each other, each inside functions on one side: a family record is
+    # built from checkpoint trees while the checkpoint readers look families up by
+    # model_type; a tokenizer's from_preset resolves a checkpoint while a preset directory
+    # writes its tokenizer's files.
+    "families": {"checkpoints"},
+    "checkpoints": {"families", "text"},
+    "text": {"checkpoints"},
+    "training": {"storage", "backend_kernels"},
+    "layers": {"backend_kernels"},
+    "serving": {"names"},
+}
+
+
+def _part(path):
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0].removesuffix(".py")
+
+
+def _imported_parts(path):
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "keras_bert_suite":
+                yield from (alias.name for alias in node.names)
+            elif node.module.startswith("keras_bert_suite."):
+                yield node.module.split(".")[1]
+        elif isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[1] for alias in node.names
+                        if alias.name.startswith("keras_bert_suite."))
+
+
+def test_every_import_is_a_drawn_arrow():
+    found = collections.defaultdict(set)
+    for path in PACKAGE.rglob("*.py"):
+        source = _part(path)
+        for target in _imported_parts(path):
+            if target != source and target not in ARROWS.get(source, set()):
+                found[(source, target)].add(str(path.relative_to(PACKAGE)))
+    assert not found, "imports that are no arrow of docs/design.md:\n" + "\n".join(
+        f"  {source} -> {target}: {sorted(files)}" for (source, target), files in found.items())
