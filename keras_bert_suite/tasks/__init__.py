@@ -25,11 +25,22 @@ def import_task_models():
             for name, module in TASK_MODELS.items()}
 
 
-def load_model(filepath, **kwargs):
+def load_model(filepath, compile=True, **kwargs):
     """`keras.saving.load_model` for any of our models: registers every keras_bert_suite
     class first (`import keras_bert_suite` alone does not import the models, so that a
-    serving client never pays for Keras)."""
+    serving client never pays for Keras).
+
+    `compile=False` (for inference and export) leaves the saved optimizer state unread. A
+    task model compiles itself when built, with a fresh optimizer, so Keras would try that
+    state on it and warn "Skipping variable loading for optimizer" for every trained model;
+    that warning is about state nobody asked for, and is not shown."""
+    import warnings
+
     import keras
 
     import_task_models()
-    return keras.saving.load_model(filepath, **kwargs)
+    if compile:
+        return keras.saving.load_model(filepath, **kwargs)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
+        return keras.saving.load_model(filepath, compile=False, **kwargs)

@@ -107,3 +107,27 @@ def test_backbone_is_keras_hubs_name_for_the_encoder():
             PRESET, load_weights=False), num_classes=2)
     with pytest.raises(ValueError, match="must be a BertEncoder"):
         BertClassifier(num_classes=2)
+
+
+def test_a_trained_model_loads_for_inference_without_optimizer_noise(tmp_path):
+    """load_model(compile=False) (what `kbs export` does) skips the saved optimizer state
+    silently; load_model(path) restores it (the step counter comes back)."""
+    import warnings
+
+    import keras
+
+    from keras_bert_suite import load_model
+
+    model = _build("classifier")
+    model.fit(TEXTS, [1, 0], epochs=2, verbose=0)
+    path = str(tmp_path / "trained.keras")
+    model.save(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        served = load_model(path, compile=False)
+    assert not [w for w in caught if "optimizer" in str(w.message)], [str(w.message)
+                                                                      for w in caught]
+    np.testing.assert_allclose(served.predict(TEXTS, verbose=0), model.predict(TEXTS, verbose=0),
+                               rtol=1e-6, atol=1e-6)
+    resumed = load_model(path)
+    assert int(keras.ops.convert_to_numpy(resumed.optimizer.iterations)) == 2
