@@ -1,5 +1,5 @@
 # `make demo` and `make test` work on a fresh machine with Python 3.11: each creates .venv,
-# installs the pinned dependencies and fetches the real data it needs (see DESIGN.md).
+# installs the pinned dependencies and fetches the real data it needs.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin

@@ -27,7 +27,7 @@ Contestants, one training step each (forward, backward, AdamW update):
   masked-positions-only path), so it does ~6x the decoder work: it is the peer users have, not a
   FLOP-for-FLOP twin.
 
-FLOPs of a step (DESIGN.md, "Measuring speed"): per token 6·N_non-embedding + 12·L·d·s, plus the
+FLOPs of a step: per token 6·N_non-embedding + 12·L·d·s, plus the
 MLM decoder on the masked positions only, 6·B·P·H·V (and its H x H transform). "matmul roofline"
 times, in torch, the GEMMs of exactly the dense part of that count: every encoder dense layer's
 forward, input-gradient and weight-gradient matmul, and the decoder's three. A contestant's

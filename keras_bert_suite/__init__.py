@@ -1,6 +1,6 @@
 """keras_bert_suite: BERT as a Keras 3 library for TensorFlow, JAX and PyTorch.
 
-Public classes follow DESIGN.md: an encoder (`BertEncoder`), a tokenizer and a preprocessor
+Public classes: an encoder (`BertEncoder`), a tokenizer and a preprocessor
 that turn text into the encoder's inputs, and task models that add a head to the encoder.
 
 They are imported on first use (PEP 562 `__getattr__`): `keras_bert_suite.BertEncoder` works

@@ -276,7 +276,7 @@ def build_parser():
                             "with --model_name")
     serve.add_argument("--model_name", help="serve --model_base_path as this one model")
     serve.add_argument("--model_config_file",
-                       help="text ModelServerConfig (e.g. deploy/models.config): version "
+                       help="text ModelServerConfig (e.g. serving/models.config): version "
                             "policies and labels")
     serve.add_argument("--host", default="127.0.0.1",
                        help="interface to bind (default: this machine only)")
@@ -310,7 +310,8 @@ def build_parser():
     export.add_argument("--precision", choices=SERVING_PRECISIONS, default=None,
                         help="float32 (default); bfloat16: the encoder's matmuls in bf16 "
                              "(faster on CPUs with AMX or AVX512_BF16); int8: the same as "
-                             "--quantize int8 (see the README's serving speed section)")
+                             "--quantize int8 (docs/benchmarks.md, \"Raw text to "
+                             "prediction\", has the measured speed of each)")
     export.add_argument("--quantize", choices=["int8"],
                         help="int8: the encoder's matmuls in int8 with activations quantized "
                              "per call (oneDNN, VNNI), the FFN output's in bf16")

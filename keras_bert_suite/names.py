@@ -1,5 +1,5 @@
-"""The names that cross module boundaries (DESIGN.md, "One vocabulary of names"): the
-encoder's inputs and the serving signatures every export has.
+"""The names that cross module boundaries: the encoder's inputs and the serving signatures
+every export has.
 
 Plain constants, no imports: the exporter, the task models and the serving code (which must
 not import Keras) all read them from here.

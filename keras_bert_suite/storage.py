@@ -3,8 +3,8 @@ before (os, open), `scheme://` paths (gs://, hdfs://, s3:// with tensorflow-io, 
 tests) through tf.io.gfile, which every backend's process can import.
 
 Keras writes and reads `.keras` and `.weights.h5` files at such paths itself (it treats every
-`scheme://` path as remote and goes through a local temporary file:
-keras.src.utils.file_utils.is_remote_path); what Keras does not write (history.json, a
+`scheme://` path as remote and goes through a local temporary file, Keras'
+`file_utils.is_remote_path`); what Keras does not write (history.json, a
 preset directory) goes through these functions.
 
     storage.makedirs("gs://bucket/runs/smoke")

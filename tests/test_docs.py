@@ -4,7 +4,7 @@
     docstring, its examples run in order in one namespace (the module's globals, as `doctest`
     does), in a fresh working directory, with ELLIPSIS and NORMALIZE_WHITESPACE. An expected
     output must match what the example prints.
-(b) Every ```python block of README.md, docs/*.md and deploy/README.md: one test per file, its
+(b) Every ```python block of README.md, docs/*.md and serving/README.md: one test per file, its
     blocks run in order in one namespace (as a reader runs them in one session), in a fresh
     working directory. A line `expression  # literal` (e.g. `x.shape   # (2, 64, 384)`) is
     checked: the expression must equal the literal. Shell blocks are not run, except that a
@@ -66,7 +66,7 @@ TF_GRAPH_ONLY = {
     "keras_bert_suite.tasks.multiple_choice.swag",
     "keras_bert_suite.tasks.span_labeler.squad",
 }
-DOC_FILES_NEEDING_SERVING = {"README.md", "docs/export.md", "deploy/README.md"}
+DOC_FILES_NEEDING_SERVING = {"README.md", "docs/export.md", "serving/README.md"}
 
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 IS_TENSORFLOW = keras.backend.backend() == "tensorflow"
@@ -217,10 +217,10 @@ def test_docstring_examples_are_collected():
 
 
 # ---------------------------------------------------------------------------------------------
-# (b) README.md, docs/*.md, deploy/README.md
+# (b) README.md, docs/*.md, serving/README.md
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
-DOC_FILES = sorted(["README.md", "deploy/README.md"]
+DOC_FILES = sorted(["README.md", "serving/README.md"]
                    + [str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md")])
 
 
@@ -282,10 +282,10 @@ def test_markdown_code_blocks(path, in_tmp_dir, setup_names, request):
             filename = f"{path}:{line}"
             if language in ("sh", "bash") and re.search(r"^(kbs serve|docker compose)\b", code, re.M):
                 if ports is None:  # the reader starts `kbs serve` here; so do we
-                    if path == "deploy/README.md":  # its models: the page's own config
+                    if path == "serving/README.md":  # its models: the page's own config
                         shutil.copytree(request.getfixturevalue("served_models"), "saved_models")
                         store = ModelStore(model_base_path="saved_models",
-                                           config_file=str(REPO / "deploy/models.config"),
+                                           config_file=str(REPO / "serving/models.config"),
                                            poll_seconds=0.2)
                     else:
                         os.makedirs("saved_models", exist_ok=True)

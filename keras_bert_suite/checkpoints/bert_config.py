@@ -2,7 +2,7 @@
 
 from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 
-# BertEncoder's architecture arguments (DESIGN.md names); what `Checkpoint.config` holds. The
+# BertEncoder's architecture arguments; what `Checkpoint.config` holds. The
 # family's (embedding_dim ... layers_per_group) keep BERT's values when a format lacks them.
 ENCODER_CONFIG_KEYS = (
     "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",

@@ -7,7 +7,7 @@ import dataclasses
 class Checkpoint:
     """What every reader returns.
 
-    config: BertEncoder keyword arguments (DESIGN.md names).
+    config: BertEncoder keyword arguments.
     weights: {canonical weight name: numpy array} (see weight_table.py), or None when
         only the architecture was asked for. Pretraining-head weights, when the checkpoint has
         them, use the `mlm/...` and `nsp/...` names.

@@ -1,6 +1,6 @@
 """Single files read out of packages on PyPI, cached under data_dir() (never committed).
 
-The real data sets DESIGN.md lists travel inside ordinary PyPI packages. We fetch the
+The real data sets the project uses travel inside ordinary PyPI packages. We fetch the
 package archive from the package index by name and version (no install: bigbench's sdist is
 358 MB and would drag in its dependencies), check its sha256 against the index, and keep
 only the member we need:

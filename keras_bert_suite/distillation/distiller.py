@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from keras_bert_suite.distillation import checks, internals, losses
-from keras_bert_suite.tasks.task import is_auto
-from keras_bert_suite.training.optimizers import build_optimizer_before_tracing, create_optimizer
+from keras_bert_suite.tasks.model_base import CompilesFromOwnDefaults, compile_arguments
+from keras_bert_suite.training.optimizers import build_optimizer_before_tracing
 
 TEACHER_OUTPUTS = "teacher_outputs"
 # MiniLM's relations: v1 transfers the attention distribution (queries x keys) and the
@@ -14,7 +14,7 @@ DEFAULT_RELATIONS = ("qk", "vv")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertDistiller(keras.Model):
+class BertDistiller(CompilesFromOwnDefaults, keras.Model):
     """Knowledge distillation from a teacher task model into a smaller student of the same
     task (Hinton et al. 2015; DistilBERT; TinyBERT; MiniLM), trained with `fit`.
 
@@ -163,26 +163,10 @@ class BertDistiller(keras.Model):
     def compile(self, optimizer="auto", loss="auto", metrics="auto", weighted_metrics="auto",
                 **kwargs):
         """Like the student's compile: every "auto" argument is the student's default (its
-        task loss is the hard-label term; its metrics are logged on the labels).
-        Optimizer: AdamW at 5e-5 as for fine-tuning."""
-        student = self.student
-        if is_auto(optimizer):
-            optimizer = create_optimizer("adamw", learning_rate=5e-5)
-        if is_auto(loss):
-            loss = student.default_loss()
-            if student.default_loss_weights() is not None:
-                kwargs.setdefault("loss_weights", student.default_loss_weights())
-        metrics = student.default_metrics() if is_auto(metrics) else metrics
-        if is_auto(weighted_metrics):
-            weighted_metrics = student.default_weighted_metrics()
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
-                        weighted_metrics=weighted_metrics, **kwargs)
-
-    def compile_from_config(self, config):
-        # Keras skips this for models that override compile(); ours takes its arguments.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)  # so saved optimizer state loads
+        task loss is the hard-label term; its metrics are logged on the labels; its optimizer,
+        AdamW at 5e-5 for a fine-tuning task)."""
+        super().compile(**compile_arguments(self.student, optimizer, loss, metrics,
+                                            weighted_metrics, kwargs))
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         labels, teacher_outputs = split_targets(y)

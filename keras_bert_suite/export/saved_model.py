@@ -31,8 +31,8 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
             stay fp32), which oneDNN runs on AMX or AVX512_BF16 where the CPU has them;
             "int8": post-training quantization, int8 kernels (a scale per output column)
             times activations quantized to uint8 per call, on oneDNN's VNNI kernels, with
-            the FFN output matmul in bf16 (README, "Serving speed", has the measured speed
-            and accuracy cost of each).
+            the FFN output matmul in bf16 (docs/benchmarks.md, "Raw text to prediction", has
+            the measured speed and accuracy cost of each).
         calibration_texts: with precision="int8", real texts like those the model will
             serve (a few hundred): their activation ranges set how the int8 matmuls are
             smoothed. Without them the ranges are estimated from the LayerNorm weights,

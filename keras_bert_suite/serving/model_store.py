@@ -10,9 +10,9 @@ Three ways to say what to serve, mirroring TF Serving's flags:
   new model directories are picked up too), each with TF Serving's default version policy
   (the newest version only);
 * `ModelStore(model_base_path="saved_models/clf", model_name="clf")` — one model;
-* `ModelStore(config_file="deploy/models.config")` — a text `ModelServerConfig` with version
+* `ModelStore(config_file="serving/models.config")` — a text `ModelServerConfig` with version
   policies and labels. A `base_path` that does not exist here but names a container path
-  (`/models/<name>` in deploy/compose.yaml) is looked up as `<model_base_path>/<name>`.
+  (`/models/<name>` in serving/compose.yaml) is looked up as `<model_base_path>/<name>`.
 
 Only tensorflow and tensorflow_text are needed (as on a serving host), never Keras models.
 

@@ -14,7 +14,7 @@ It binds 127.0.0.1 unless told otherwise and serves requests on threads.
 It is a development server for machines without Docker or TF Serving (tests, demos, a
 laptop): it runs the SavedModel through TensorFlow in Python, without TF Serving's request
 batching, model warm-up, resource limits or hardened HTTP stack. Deploy with the
-`tensorflow/serving` image (deploy/compose.yaml) in production.
+`tensorflow/serving` image (serving/compose.yaml) in production.
 
 Example (a `saved_models/bert_classifier/` written by `export_saved_model`; port=0 picks a
 free port, `kbs serve` uses TF Serving's 8501):

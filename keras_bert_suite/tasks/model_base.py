@@ -6,7 +6,40 @@ import keras
 from keras_bert_suite.models import quantization
 
 
-class BertModelBase(quantization.QuantizableModel):
+def compile_arguments(defaults, optimizer, loss, metrics, weighted_metrics, kwargs):
+    """compile()'s arguments with every "auto" one taken from `defaults` (a task: its
+    default_optimizer, default_loss, default_loss_weights, default_metrics,
+    default_weighted_metrics); `kwargs` gets the default loss weights."""
+    if is_auto(optimizer):
+        optimizer = defaults.default_optimizer()
+    if is_auto(loss):
+        loss = defaults.default_loss()
+        if defaults.default_loss_weights() is not None:
+            kwargs.setdefault("loss_weights", defaults.default_loss_weights())
+    if is_auto(metrics):
+        metrics = defaults.default_metrics()
+    if is_auto(weighted_metrics):
+        weighted_metrics = defaults.default_weighted_metrics()
+    return dict(optimizer=optimizer, loss=loss, metrics=metrics,
+                weighted_metrics=weighted_metrics, **kwargs)
+
+
+def is_auto(value):
+    return isinstance(value, str) and value == "auto"
+
+
+class CompilesFromOwnDefaults:
+    """Mixin for a keras.Model whose compile() fills in its own defaults: a `.keras` file's
+    compile config goes back through that compile()."""
+
+    def compile_from_config(self, config):
+        # Keras skips this for models that override compile(); ours takes its arguments.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)  # so saved optimizer state loads
+
+
+class BertModelBase(CompilesFromOwnDefaults, quantization.QuantizableModel):
     """Mixin for a keras.Model with `self.encoder` and `self.preprocessor`.
 
     * `get_config` / `from_config` serialize both (subclasses add their own arguments) and
@@ -14,7 +47,7 @@ class BertModelBase(quantization.QuantizableModel):
     * `labels_by_output` re-keys (y, sample_weight) to the model's output names before Keras'
       loss and metrics see them (identity unless overridden);
     * `compile_from_config` re-runs the model's own compile() (with its defaults) when a
-      `.keras` file is loaded.
+      `.keras` file is loaded (`CompilesFromOwnDefaults`).
     """
 
     def get_config(self):
@@ -40,12 +73,6 @@ class BertModelBase(quantization.QuantizableModel):
 
     def labels_by_output(self, y, sample_weight):
         return y, sample_weight
-
-    def compile_from_config(self, config):
-        # Keras skips this for models that override compile(); ours takes its arguments.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)  # so saved optimizer state loads
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         y, sample_weight = self.labels_by_output(y, sample_weight)

@@ -24,7 +24,7 @@ import numpy as np
 
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.models.encoder import BertEncoder
-from keras_bert_suite.tasks.model_base import BertModelBase
+from keras_bert_suite.tasks.model_base import BertModelBase, compile_arguments, is_auto
 from keras_bert_suite.text import task_inputs
 from keras_bert_suite.text.preprocessor import BertPreprocessor
 from keras_bert_suite.training.optimizers import build_optimizer_before_tracing, create_optimizer
@@ -71,10 +71,6 @@ def dropout_and_dense(encoder, units, dropout, name="logits"):
     return (BertDropout(dropout, dtype=policy, name="classifier_dropout"),
             keras.layers.Dense(units, kernel_initializer=head_initializer(encoder), dtype=policy,
                                name=name))
-
-
-def is_auto(value):
-    return isinstance(value, str) and value == "auto"
 
 
 class BertTask(BertModelBase, keras.Model):
@@ -336,18 +332,8 @@ class BertTask(BertModelBase, keras.Model):
         Optimizer: `create_optimizer("adamw", learning_rate=5e-5)` (constant rate, weight
         decay 0.01 except LayerNorm/bias, global clipnorm 1.0, as BERT fine-tuned).
         """
-        if is_auto(optimizer):
-            optimizer = self.default_optimizer()
-        if is_auto(loss):
-            loss = self.default_loss()
-            if self.default_loss_weights() is not None:
-                kwargs.setdefault("loss_weights", self.default_loss_weights())
-        if is_auto(metrics):
-            metrics = self.default_metrics()
-        if is_auto(weighted_metrics):
-            weighted_metrics = self.default_weighted_metrics()
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
-                        weighted_metrics=weighted_metrics, **kwargs)
+        super().compile(**compile_arguments(self, optimizer, loss, metrics, weighted_metrics,
+                                            kwargs))
 
     # === Presets and serialization ===
 
@@ -441,8 +427,8 @@ class BertTask(BertModelBase, keras.Model):
                             lowercase)
             with open(os.path.join(local, TASK_CONFIG_FILE), "w") as f:
                 json.dump(keras.saving.serialize_keras_object(self), f)
-            _weights_io().save_weights_only(self, os.path.join(local, TASK_WEIGHTS_FILE),
-                                            objects_to_skip=_optimizer_of(self))
+            keras.saving.save_weights(self, os.path.join(local, TASK_WEIGHTS_FILE),
+                                      objects_to_skip=_optimizer_of(self))
         return directory
 
 
@@ -461,15 +447,10 @@ def _concatenate_rows(arrays):
     return np.concatenate(padded)
 
 
-def _weights_io():
-    # Keras' weights-file writer/reader, which can leave objects out: a preset carries the
-    # model's weights, not a training run's optimizer state (as KerasHub's presets).
-    from keras.src.saving import saving_lib
-
-    return saving_lib
-
-
 def _optimizer_of(model):
+    # keras.saving.save_weights / load_weights leave these objects out (`objects_to_skip`, as
+    # KerasHub's task weights): a preset carries the model's weights, not a training run's
+    # optimizer state.
     return [model.optimizer] if getattr(model, "optimizer", None) is not None else None
 
 
@@ -489,8 +470,8 @@ def _saved_task(preset, cls):
 def _load_saved_task(preset, saved, load_weights, sequence_length, preprocessor):
     task = keras.saving.deserialize_keras_object(saved)
     if load_weights:
-        _weights_io().load_weights_only(task, os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE),
-                                        objects_to_skip=_optimizer_of(task))
+        keras.saving.load_weights(task, os.path.join(os.fspath(preset), TASK_WEIGHTS_FILE),
+                                  objects_to_skip=_optimizer_of(task))
     if preprocessor is None:
         task.preprocessor = None
     elif not is_auto(preprocessor):
@@ -523,3 +504,22 @@ def check_label_names(label_names, num_classes):
         raise ValueError(f"label_names has {len(label_names)} names for num_classes="
                          f"{num_classes}; give one name per class.")
     return label_names
+
+
+class LabelledHeadTask(BertTask):
+    """A task whose head is dropout -> Dense(num_classes) with optional label names (the
+    classifier's and the token classifier's): what they keep and serialize alike."""
+
+    def keep_head(self, num_classes, dropout, label_names, dropout_layer, head):
+        """Called at the end of __init__, once the functional graph exists."""
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.label_names = label_names
+        self.classifier_dropout = dropout_layer
+        self.classifier_head = head
+        self.compile()
+
+    def get_config(self):
+        return {**super().get_config(), "num_classes": self.num_classes,
+                "dropout": self.dropout, "label_names": self.label_names}
+

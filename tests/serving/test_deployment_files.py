@@ -12,7 +12,7 @@ from keras_bert_suite.serving import GrpcClient, RestClient
 from keras_bert_suite.serving.model_store import read_model_server_config
 
 
-SERVING = os.path.join(os.path.dirname(__file__), "..", "..", "deploy")
+SERVING = os.path.join(os.path.dirname(__file__), "..", "..", "serving")
 BATCHING_FIELDS = {"max_batch_size", "batch_timeout_micros", "max_enqueued_batches",
                    "num_batch_threads", "thread_pool_name", "allowed_batch_sizes",
                    "pad_variable_length_inputs"}

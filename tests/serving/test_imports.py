@@ -1,5 +1,5 @@
-"""A serving client or host does not pay for the modelling stack (DESIGN.md: `serving/` talks
-to SavedModels and HTTP/gRPC only). Each check runs in a fresh interpreter, since this test
+"""A serving client or host does not pay for the modelling stack (docs/design.md, "Arrows":
+`keras_bert_suite/serving/` talks to SavedModels and HTTP/gRPC only). Each check runs in a fresh interpreter, since this test
 process has long imported Keras."""
 
 import json

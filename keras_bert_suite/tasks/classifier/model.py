@@ -3,7 +3,7 @@
 import keras
 
 from keras_bert_suite.tasks.task import (
-    BertTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
+    LabelledHeadTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
     resolve_encoder)
 
 
@@ -13,7 +13,7 @@ def _classify(dropout_layer, head, encoder_outputs):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertClassifier(BertTask):
+class BertClassifier(LabelledHeadTask):
     """pooled_output -> dropout -> Dense(num_classes): logits [B, num_classes] ("logits").
 
     `num_classes=1` is regression (STS-B style): the default loss is mean squared error on
@@ -56,12 +56,7 @@ class BertClassifier(BertTask):
         logits = _classify(dropout_layer, head, encoder(inputs))  # [B, num_classes]
         super().__init__(inputs, logits, encoder, preprocessor, **kwargs)
 
-        self.num_classes = num_classes
-        self.dropout = dropout
-        self.label_names = label_names
-        self.classifier_dropout = dropout_layer
-        self.classifier_head = head
-        self.compile()
+        self.keep_head(num_classes, dropout, label_names, dropout_layer, head)
 
     def head_outputs(self, encoder_outputs, inputs=None):
         return _classify(self.classifier_dropout, self.classifier_head, encoder_outputs)
@@ -80,9 +75,3 @@ class BertClassifier(BertTask):
         if self.num_classes == 1:
             return [keras.metrics.MeanAbsoluteError(name="mae")]
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(num_classes=self.num_classes, dropout=self.dropout,
-                      label_names=self.label_names)
-        return config

@@ -25,10 +25,10 @@ def add_command(commands):
     add("--output_dir", required=True, help="where the shards and statistics.json go")
     add("--layout", default="sentence_per_line", choices=document_io.LAYOUTS)
     add("--text_field", default="text", help="jsonl: the field holding the text")
-    add("--vocab_file", help="vocab.txt (default: the --tokenizer_preset's vocabulary)")
+    add("--vocab_file", help="vocab.txt (instead of the --tokenizer_preset's vocabulary)")
     add("--tokenizer_preset", default="minilm_l6_h384_uncased")
     add("--do_lower_case", type=_bool, default=None,
-        help="true/false (default: the preset's casing)")
+        help="true/false (default: the preset's casing; true with --vocab_file)")
     add("--max_seq_length", type=int, default=128)
     add("--max_predictions_per_seq", type=int, default=20)
     add("--masked_lm_prob", type=float, default=0.15)

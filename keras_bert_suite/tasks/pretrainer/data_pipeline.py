@@ -55,8 +55,10 @@ def create_pretraining_data(
     Args:
         inputs: a path or glob, or a list of them (local or `gs://`, via tf.io.gfile).
         output_dir: where the shards and statistics.json go (local or `gs://`).
-        vocabulary: a vocab.txt path; default the vocabulary of `tokenizer_preset`.
-        lowercase: default: the preset's (uncased presets lower-case).
+        vocabulary: a vocab.txt path (then `tokenizer_preset` is not read); default the
+            vocabulary of `tokenizer_preset`.
+        lowercase: default: the preset's casing (uncased presets lower-case), or True with a
+            `vocabulary` (google-research/bert's do_lower_case default).
         layout, text_field, max_line_bytes: how files are read (documents.py).
         sequence_length ... whole_word_masking: as google-research/bert's
             create_pretraining_data.py (its `max_seq_length` is `sequence_length`).
@@ -84,10 +86,11 @@ def create_pretraining_data(
         raise ValueError(f"eval_fraction must be in [0, 1), got {eval_fraction!r}.")
     if not isinstance(bucket_bytes, int) or bucket_bytes < 1:
         raise ValueError(f"bucket_bytes must be a positive int, got {bucket_bytes!r}.")
-    kwargs = {} if vocabulary is None else {"vocabulary": vocabulary}
-    if lowercase is not None:
-        kwargs["lowercase"] = lowercase
-    if tokenizer is None:
+    if tokenizer is None and vocabulary is not None:
+        # A vocab.txt is a tokenizer alone: no preset to resolve (nor its weights package).
+        tokenizer = BertTokenizer(vocabulary, lowercase=True if lowercase is None else lowercase)
+    elif tokenizer is None:
+        kwargs = {} if lowercase is None else {"lowercase": lowercase}
         tokenizer = BertTokenizer.from_preset(tokenizer_preset, **kwargs)
     # A vocabulary without [CLS], [SEP] or [MASK] fails here, before any corpus work.
     instance_lib.masking_config(tokenizer, masked_lm_prob, max_predictions_per_seq,

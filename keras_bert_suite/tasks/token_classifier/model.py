@@ -3,7 +3,7 @@
 import keras
 
 from keras_bert_suite.tasks.task import (
-    BertTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
+    LabelledHeadTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
     freeze_unused_pooler, resolve_encoder)
 from keras_bert_suite.tasks.token_classifier.preprocessor import (
     TokenClassifierPreprocessor, as_words)
@@ -18,7 +18,7 @@ def _tag(dropout_layer, head, encoder_outputs):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertTokenClassifier(BertTask):
+class BertTokenClassifier(LabelledHeadTask):
     """sequence_output -> dropout -> Dense(num_classes): logits [B, T, num_classes].
 
     Labels [B, T] are class ids, with `IGNORE_LABEL` (-100) on positions the loss must skip:
@@ -69,12 +69,7 @@ class BertTokenClassifier(BertTask):
         super().__init__(inputs, logits, encoder, preprocessor, **kwargs)
         freeze_unused_pooler(encoder)  # the head reads sequence_output only
 
-        self.num_classes = num_classes
-        self.dropout = dropout
-        self.label_names = label_names
-        self.classifier_dropout = dropout_layer
-        self.classifier_head = head
-        self.compile()
+        self.keep_head(num_classes, dropout, label_names, dropout_layer, head)
 
     def predict(self, x, batch_size=None, verbose="auto", **kwargs):
         """Words or raw text: the tags (see the class doc); encoder inputs: the logits."""
@@ -100,9 +95,3 @@ class BertTokenClassifier(BertTask):
 
     def default_metrics(self):
         return [MaskedSparseCategoricalAccuracy(ignore_label=IGNORE_LABEL, name="accuracy")]
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(num_classes=self.num_classes, dropout=self.dropout,
-                      label_names=self.label_names)
-        return config
