@@ -7,8 +7,12 @@ KerasHub's own models write it: we build the backbone (and the task) with our ar
 set every variable by its path from `keras_hub.to_keras_hub` (`keras_hub_families.to_keras_hub`
 for the other families), and call their `save_to_preset`, so the files (config.json,
 model.weights.h5, metadata.json, task.json, task.weights.h5, preprocessor.json,
-tokenizer.json, assets/tokenizer/vocabulary.txt) are whatever this KerasHub version writes and
-reads. The inverse of `keras_hub.load`.
+tokenizer.json, assets/tokenizer/: vocabulary.txt, vocabulary.json + merges.txt or
+vocabulary.spm) are whatever this KerasHub version writes and reads. The tokenizer too is
+KerasHub's class built from ours: WordPiece from our vocabulary, RoBERTa's, ALBERT's and
+XLM-R's from our BPE or SentencePiece tokenizer (text/tokenizer_files.py says which class
+and where its ids differ from ours). The inverse of `keras_hub.load` and
+`tokenizer_files.tokenizer_from_preset`.
 
 KerasHub's BertBackbone and ElectraBackbone compute the tanh-approximate GELU where we (and
 BERT's and ELECTRA's checkpoints) compute the exact one: the preset holds our weights bit for
@@ -22,6 +26,7 @@ import numpy as np
 
 from keras_bert_suite.checkpoints import keras_hub_families
 from keras_bert_suite.checkpoints.keras_hub import to_keras_hub
+from keras_bert_suite.text import tokenizer_files
 
 # KerasHub's BertBackbone hard-wires this epsilon; its config has no key for another one.
 KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
@@ -29,7 +34,7 @@ KERAS_HUB_LAYER_NORM_EPSILON = 1e-12
 
 def write_keras_hub(directory, config, weights, task=None, task_arguments=None,
                     task_weights=None, vocabulary=None, lowercase=True, sequence_length=None,
-                    backbone_class="BertBackbone"):
+                    backbone_class="BertBackbone", tokenizer=None):
     """Writes the directory; returns its path.
 
     `config`: BertEncoder arguments; `weights`: {canonical name: array} (the encoder's).
@@ -39,19 +44,22 @@ def write_keras_hub(directory, config, weights, task=None, task_arguments=None,
     TextClassifier, built with `task_arguments` (e.g. num_classes, dropout) and `task_weights`
     ({KerasHub variable path: array}, the task's own variables; the `pooled_dense` of
     RoBERTa's and DistilBERT's classifiers, our pooler, is added here). With a `vocabulary`
-    (WordPiece token list: BERT, DistilBERT, ELECTRA) the preset also gets KerasHub's
-    tokenizer, and a classifier its preprocessor with `sequence_length`.
+    (WordPiece token list: BERT, DistilBERT, ELECTRA) or a `tokenizer` (our BytePairTokenizer
+    or SentencePieceTokenizer: RoBERTa, ALBERT, XLM-R) the preset also gets KerasHub's
+    tokenizer, and a classifier its preprocessor with `sequence_length`; a `tokenizer` that
+    is not the backbone's family's (tokenizer_files.KERAS_HUB_TOKENIZERS) is a ValueError.
     """
     keras_hub = _import_keras_hub()
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     backbone, pooled = _backbone_and_pooler(config, weights, backbone_class)
-    tokenizer = None
     if vocabulary is not None:
         # Uncased BERT also strips accents (KerasHub's WordPiece tokenizers do not by default)
         tokenizer = getattr(keras_hub.models, backbone_class.replace("Backbone", "Tokenizer"))(
             vocabulary=list(vocabulary), lowercase=bool(lowercase),
             strip_accents=bool(lowercase))
+    elif tokenizer is not None:
+        tokenizer = _subword_tokenizer(keras_hub, tokenizer, backbone_class)
     model = backbone
     if task is not None:
         model = _task(keras_hub, task, backbone, tokenizer, sequence_length, task_arguments)
@@ -75,6 +83,23 @@ def _backbone_and_pooler(config, weights, backbone_class):
     variables, pooled = keras_hub_families.to_keras_hub(family, weights, config)
     _assign(backbone.weights, variables, f"KerasHub {backbone_class}")
     return backbone, pooled
+
+
+def writes_tokenizer(tokenizer, backbone_class):
+    """Whether `tokenizer` (ours: BPE or SentencePiece) is one KerasHub has for
+    `backbone_class` (then `write_keras_hub(..., tokenizer=tokenizer)` writes it)."""
+    found = tokenizer_files.keras_hub_tokenizer(tokenizer)
+    return found is not None and found[0].replace("Tokenizer", "Backbone") == backbone_class
+
+
+def _subword_tokenizer(keras_hub, tokenizer, backbone_class):
+    """KerasHub's RobertaTokenizer / AlbertTokenizer / XLMRobertaTokenizer built from our
+    BPE or SentencePiece `tokenizer`, for `backbone_class`."""
+    if not writes_tokenizer(tokenizer, backbone_class):
+        raise ValueError(f"KerasHub's {backbone_class} has no tokenizer that splits text as "
+                         f"this {type(tokenizer).__name__} does.")
+    class_name, arguments = tokenizer_files.keras_hub_tokenizer(tokenizer)
+    return getattr(keras_hub.models, class_name)(**arguments)
 
 
 def backbone_with_weights(config, weights):

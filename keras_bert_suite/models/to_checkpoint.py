@@ -30,7 +30,7 @@ from keras_bert_suite.checkpoints.bert_config import BERT_FAMILY_DEFAULTS, ENCOD
 from keras_bert_suite.checkpoints.google_bert_writer import write_google_bert
 from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
 from keras_bert_suite.checkpoints.keras_hub import CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES
-from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub
+from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub, writes_tokenizer
 from keras_bert_suite.families import ENCODER_POOLER, family_holding
 from keras_bert_suite.families.bert import TASK_HEADS
 from keras_bert_suite.models.find_encoder import encoder_of
@@ -143,10 +143,16 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     >>> theirs.predict(["a gripping drama"], verbose=0).shape
     (1, 2)
 
-    `vocabulary` is a token list or a `BertTokenizer` (default: the preprocessor's); with a
-    WordPiece one the preset gets KerasHub's tokenizer (BERT's, DistilBERT's, ELECTRA's),
-    `lowercase` defaulting to the tokenizer's. RoBERTa's, XLM-R's and ALBERT's byte-level BPE
-    and SentencePiece tokenizers are not written (a warning says so).
+    `vocabulary` is a token list or one of our tokenizers (default: the preprocessor's).
+    The preset gets KerasHub's tokenizer for it (and a classifier KerasHub's preprocessor):
+    WordPiece for BERT, DistilBERT, ELECTRA (`lowercase` defaulting to the tokenizer's),
+    RobertaTokenizer for our BytePairTokenizer, AlbertTokenizer / XLMRobertaTokenizer for our
+    SentencePieceTokenizer (the same vocabulary and merges, the same proto);
+    `BertClassifier.from_preset(directory)` reads it back as ours. KerasHub's ids are ours
+    except: its AlbertTokenizer does not lower-case or strip accents (a warning says so), its
+    RobertaTokenizer matches "<s>"-like strings in the text as special tokens. A tokenizer
+    the backbone's family has not (e.g. WordPiece with RoBERTa's) is not written (a warning
+    says so).
     """
     name = _exportable_name(model, "save_keras_hub")
     config, weights = _config_and_weights(model, "save_keras_hub")
@@ -180,16 +186,23 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     _warn_what_keras_hub_computes_otherwise(family, config, task)
 
     tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
+    subword = None  # our BPE or SentencePiece tokenizer, written as KerasHub's class
     if tokens is not None and not _writes_wordpiece(family, tokenizer):
-        logger.warning("save_keras_hub writes WordPiece tokenizers only (BERT's, DistilBERT's, "
-                       "ELECTRA's): the %s preset gets no tokenizer.", backbone)
         tokens = None
+        if writes_tokenizer(tokenizer, backbone):
+            subword = tokenizer
+            _warn_albert_casing(subword)
+        else:
+            logger.warning("KerasHub's %s has no tokenizer that splits text as this %s does: "
+                           "the preset gets no tokenizer.", backbone,
+                           "token list" if isinstance(tokenizer, (list, tuple))
+                           else type(tokenizer).__name__)
     return write_keras_hub(
         directory, config, weights, task=task, task_arguments=task_arguments,
         task_weights=task_weights, vocabulary=tokens,
         lowercase=tokenizer_lowercase if lowercase is None else lowercase,
         sequence_length=getattr(getattr(model, "preprocessor", None), "sequence_length", None),
-        backbone_class=backbone)
+        backbone_class=backbone, tokenizer=subword)
 
 
 def _keras_hub_backbone(config, tokenizer):
@@ -211,6 +224,14 @@ def _writes_wordpiece(family, tokenizer):
     ours = tokenizer is None or isinstance(tokenizer, (list, tuple)) or (
         type(tokenizer).__name__ == "BertTokenizer")
     return ours and (family is None or family.wordpiece)
+
+
+def _warn_albert_casing(tokenizer):
+    if getattr(tokenizer, "style", None) == "albert":
+        logger.warning("KerasHub's AlbertTokenizer runs the SentencePiece model without "
+                       "ALBERT's lower-casing and accent stripping (ours, transformers' and "
+                       "google-research/albert's do them): on text with capitals or accents "
+                       "the preset's ids are not ours. Give it text lower-cased, without accents.")
 
 
 def _warn_what_keras_hub_computes_otherwise(family, config, task):

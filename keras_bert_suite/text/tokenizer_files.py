@@ -1,25 +1,53 @@
-"""Which tokenizer a checkpoint directory holds, by transformers' file names, in both
-directions: WordPiece (vocab.txt), byte-level BPE (vocab.json + merges.txt: RoBERTa) or
-SentencePiece (spiece.model: ALBERT; sentencepiece.bpe.model: XLM-R). Our presets write the
-same files, so a preset directory and a transformers directory load the same way:
-`tokenizer_from_preset("roberta-base/")` is a BytePairTokenizer.
+"""Which tokenizer a checkpoint directory holds, in both directions: WordPiece, byte-level BPE
+(RoBERTa) or SentencePiece (ALBERT, XLM-R), found by its files.
+
+* transformers' file names: vocab.txt (WordPiece), vocab.json + merges.txt (BPE),
+  spiece.model (ALBERT), sentencepiece.bpe.model (XLM-R). Our presets write the same files,
+  so a preset directory and a transformers directory load the same way:
+  `tokenizer_from_preset("roberta-base/")` is a BytePairTokenizer.
+* A KerasHub preset: tokenizer.json names KerasHub's tokenizer class and KerasHub keeps its
+  files under assets/tokenizer/ (KERAS_HUB_TOKENIZERS). Its RobertaTokenizer is our
+  BytePairTokenizer, its AlbertTokenizer and XLMRobertaTokenizer our SentencePieceTokenizer
+  with style "albert" / "xlm_roberta"; `keras_hub_tokenizer` gives the arguments of KerasHub's
+  class for one of ours (save_keras_hub builds it and KerasHub writes its own files).
+
+The same files, not always the same ids:
+* XLM-R: KerasHub shifts the SentencePiece ids as fairseq does (<s> <pad> </s> <unk> first,
+  the model's unknown piece -> <unk> = 3, <mask> last), as our style "xlm_roberta" does: the
+  same ids, and KerasHub stores the proto unchanged.
+* ALBERT: KerasHub's AlbertTokenizer runs the proto alone, without ALBERT's lower-casing and
+  accent stripping (google-research/albert's `preprocess_text`, transformers'
+  AlbertTokenizer, our style "albert"): on text with capitals or accents its ids are not
+  ALBERT's. We read its presets as ALBERT (ours lower-cases).
+* RoBERTa: KerasHub's RobertaTokenizer matches "<s>", "</s>", "<pad>", "<mask>" written in
+  the text as special tokens; ours reads them as ordinary text. Other text: the same ids.
+WordPiece presets of KerasHub (assets/tokenizer/vocabulary.txt) go to BertTokenizer.from_preset.
 """
 
 import json
 import os
 
 from keras_bert_suite.text import byte_pair_tokenizer
-from keras_bert_suite.text.byte_pair_tokenizer import BytePairTokenizer
+from keras_bert_suite.text.byte_pair_tokenizer import ROBERTA_SPECIAL_TOKENS, BytePairTokenizer
 from keras_bert_suite.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_suite.text.tokenizer import BertTokenizer
 
 SENTENCEPIECE_FILES = {"albert": "spiece.model", "xlm_roberta": "sentencepiece.bpe.model"}
+# A KerasHub preset's tokenizer: tokenizer.json's class_name -> (ours: "byte_pair" or a
+# SentencePiece style, the files KerasHub's `save_assets` writes under assets/tokenizer/).
+KERAS_HUB_TOKENIZER_CONFIG = "tokenizer.json"
+KERAS_HUB_ASSETS = os.path.join("assets", "tokenizer")
+KERAS_HUB_TOKENIZERS = {
+    "RobertaTokenizer": ("byte_pair", ("vocabulary.json", "merges.txt")),
+    "AlbertTokenizer": ("albert", ("vocabulary.spm",)),
+    "XLMRobertaTokenizer": ("xlm_roberta", ("vocabulary.spm",)),
+}
 
 
 def tokenizer_from_preset(preset, **kwargs):
     """The tokenizer of a built-in preset or a checkpoint directory: a family's BPE or
-    SentencePiece files when the directory has them, else `BertTokenizer.from_preset`
-    (vocab.txt; `kwargs` are its arguments)."""
+    SentencePiece files when the directory has them (transformers' names or a KerasHub
+    preset's), else `BertTokenizer.from_preset` (vocab.txt; `kwargs` are its arguments)."""
     directory = os.fspath(preset) if isinstance(preset, (str, os.PathLike)) else None
     if directory is not None and os.path.isdir(directory):
         has = lambda name: os.path.isfile(os.path.join(directory, name))
@@ -29,12 +57,56 @@ def tokenizer_from_preset(preset, **kwargs):
             if has(name):
                 return SentencePieceTokenizer(os.path.join(directory, name), style=style,
                                               **kwargs)
+        tokenizer = _keras_hub_tokenizer_from(directory, kwargs)
+        if tokenizer is not None:
+            return tokenizer
     return BertTokenizer.from_preset(preset, **kwargs)
 
 
+def _keras_hub_tokenizer_from(directory, kwargs):
+    """Ours for a KerasHub preset's BPE or SentencePiece tokenizer, else None."""
+    config_path = os.path.join(directory, KERAS_HUB_TOKENIZER_CONFIG)
+    if not os.path.isfile(config_path):
+        return None
+    with open(config_path, encoding="utf-8") as f:
+        class_name = json.load(f).get("class_name")
+    if class_name not in KERAS_HUB_TOKENIZERS:
+        return None  # a WordPiece tokenizer (vocabulary.txt) or one we do not have
+    kind, names = KERAS_HUB_TOKENIZERS[class_name]
+    paths = [os.path.join(directory, KERAS_HUB_ASSETS, name) for name in names]
+    missing = [path for path in paths if not os.path.isfile(path)]
+    if missing:
+        raise ValueError(f"{config_path} names KerasHub's {class_name}, whose files are "
+                         f"missing: {', '.join(missing)}.")
+    if kind == "byte_pair":
+        return BytePairTokenizer(*paths, **kwargs)
+    return SentencePieceTokenizer(paths[0], style=kind, **kwargs)
+
+
+def keras_hub_tokenizer(tokenizer):
+    """(KerasHub's tokenizer class name, its constructor's arguments) that tokenize as our
+    BPE or SentencePiece `tokenizer` (see the module docstring for where they differ); None
+    for another tokenizer (WordPiece: its vocabulary is KerasHub's vocabulary argument)."""
+    if isinstance(tokenizer, BytePairTokenizer):
+        if tokenizer.special_tokens != ROBERTA_SPECIAL_TOKENS:
+            raise ValueError(
+                f"KerasHub's RobertaTokenizer packs with RoBERTa's special tokens "
+                f"{ROBERTA_SPECIAL_TOKENS}, and this tokenizer's are "
+                f"{tokenizer.special_tokens}: its preset would not pack as ours does.")
+        return "RobertaTokenizer", {
+            "vocabulary": {token: i for i, token in enumerate(tokenizer.vocabulary)},
+            "merges": list(tokenizer.merges)}
+    if isinstance(tokenizer, SentencePieceTokenizer):
+        class_name = next(name for name, (kind, _) in KERAS_HUB_TOKENIZERS.items()
+                          if kind == tokenizer.style)
+        return class_name, {"proto": tokenizer.proto}
+    return None
+
+
 def write_tokenizer_files(directory, tokenizer):
-    """The files `tokenizer_from_preset` reads back, for a BPE or SentencePiece tokenizer.
-    Returns False for another tokenizer (WordPiece writes vocab.txt itself)."""
+    """The files `tokenizer_from_preset` reads back, for a BPE or SentencePiece tokenizer
+    (transformers' names). Returns False for another tokenizer (WordPiece writes vocab.txt
+    itself)."""
     if isinstance(tokenizer, BytePairTokenizer):
         vocabulary, merges = (os.path.join(directory, n) for n in byte_pair_tokenizer.FILES)
         with open(vocabulary, "w", encoding="utf-8") as f:
