@@ -417,6 +417,8 @@ def run_quantization_test(model, input_data, *, raw_predict_input=None,
     float_predictions, float_output: the float model's predictions on `raw_predict_input`
         and its output on `input_data`, when the caller has them (run_task_test: from the
         model this one is a `.keras` copy of); computed here otherwise."""
+    from keras_bert_suite.keras_compat import all_layers
+
     encoder = model if hasattr(model, "transformer_layers") else model.encoder
     float_weights = {name: to_numpy(value) for name, value in encoder.weight_map().items()}
     expected = _model_call(model, input_data) if float_output is None else float_output
@@ -424,7 +426,7 @@ def run_quantization_test(model, input_data, *, raw_predict_input=None,
         float_predictions = model.predict(raw_predict_input, verbose=0)
 
     model.quantize("int8")
-    left_float = [layer.path for layer in model._flatten_layers()
+    left_float = [layer.path for layer in all_layers(model)
                   if isinstance(layer, QUANTIZABLE) and layer.quantization_mode != "int8"]
     assert not left_float, f"{type(model).__name__}.quantize left {left_float} in float"
     quantized_output = _model_call(model, input_data)
@@ -452,7 +454,7 @@ def run_quantization_test(model, input_data, *, raw_predict_input=None,
         assert_all_close(_model_call(reloaded[-1], input_data), quantized_output,
                          what=f"quantized {type(model).__name__} after save_to_preset")
     for copy in reloaded:
-        assert all(layer.quantization_mode == "int8" for layer in copy._flatten_layers()
+        assert all(layer.quantization_mode == "int8" for layer in all_layers(copy)
                    if isinstance(layer, QUANTIZABLE))
     return restored
 

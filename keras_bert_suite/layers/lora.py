@@ -17,12 +17,25 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_bert_suite import keras_compat
+
+
+def stored_kernel(layer):
+    """The kernel variable of a Dense / EinsumDense as it is stored: W alone while LoRA is
+    on (the `kernel` property adds alpha / r A B), the int8 values once quantized. Found by
+    the name Keras gives it, the `.../kernel` of every weights file."""
+    kernels = [variable for variable in layer.weights if variable.name == "kernel"]
+    if len(kernels) != 1:
+        raise ValueError(f"'{layer.path}' has {len(kernels)} variables named 'kernel' "
+                         f"({[variable.path for variable in layer.weights]}); expected one.")
+    return kernels[0]
+
 
 class KeepsLoraAdapters:
     """Mixin for a Dense / EinsumDense: while LoRA is on, files hold W, bias, A and B."""
 
     def _lora_variables(self):
-        return [self._kernel, self.bias, self.lora_kernel_a, self.lora_kernel_b]
+        return [stored_kernel(self), self.bias, self.lora_kernel_a, self.lora_kernel_b]
 
     def save_own_variables(self, store):
         if not self.lora_enabled:
@@ -43,14 +56,14 @@ class KeepsLoraAdapters:
             variable.assign(store[str(index)])
 
     def quantize(self, mode=None, type_check=True, config=None):
-        # Keras' Dense / EinsumDense.quantize refuse subclasses (type_check), and Model.quantize
-        # only warns, leaving every transformer matmul in float. These subclasses change how
-        # LoRA adapters are saved, and a quantized projection has none.
+        # Keras' Dense / EinsumDense.quantize refuse subclasses, and Model.quantize only warns,
+        # leaving every transformer matmul in float. These subclasses change how LoRA
+        # adapters are saved, and a quantized projection has none.
         if self.lora_enabled:
             raise ValueError(
                 f"'{self.path}' has LoRA adapters: quantize the merged model instead "
                 "(keras_bert_suite.models.lora.without_lora(model).quantize('int8')).")
-        super().quantize(mode, type_check=False, config=config)
+        keras_compat.quantize_subclass(super().quantize, mode, config)
 
 
 class LoraDense(KeepsLoraAdapters, keras.layers.Dense):
@@ -65,7 +78,7 @@ class FusedQKV(KeepsLoraAdapters, keras.layers.EinsumDense):
     def load_own_variables(self, store):
         if (self.built and not self.lora_enabled and self.quantization_mode is None
                 and len(store["0"].shape) == 2):
-            shapes = {"0": self._kernel.shape, "1": self.bias.shape}
+            shapes = {"0": stored_kernel(self).shape, "1": self.bias.shape}
             store = {key: np.reshape(store[key], shape) for key, shape in shapes.items()}
         super().load_own_variables(store)
 
@@ -79,17 +92,17 @@ class FusedQKV(KeepsLoraAdapters, keras.layers.EinsumDense):
             raise ValueError(f"LoRA on a quantized ({self.quantization_mode}) projection is "
                              "not supported: enable LoRA on the float model, merge it, then "
                              "quantize.")
-        hidden, *outputs = self._kernel.shape
-        self._tracker.unlock()
-        # float32 adapters, as Keras makes them: small updates would vanish in bf16/fp16.
-        self.lora_kernel_a = self.add_weight(
-            name="lora_kernel_a", shape=(hidden, rank), dtype="float32",
-            initializer=keras.initializers.get(a_initializer))
-        self.lora_kernel_b = self.add_weight(
-            name="lora_kernel_b", shape=(rank, int(np.prod(outputs))), dtype="float32",
-            initializer=keras.initializers.get(b_initializer))
-        self._kernel.trainable = False
-        self._tracker.lock()
+        kernel = stored_kernel(self)
+        hidden, *outputs = kernel.shape
+        with keras_compat.state_tracking_unlocked(self):  # new variables after build
+            # float32 adapters, as Keras makes them: small updates would vanish in bf16/fp16.
+            self.lora_kernel_a = self.add_weight(
+                name="lora_kernel_a", shape=(hidden, rank), dtype="float32",
+                initializer=keras.initializers.get(a_initializer))
+            self.lora_kernel_b = self.add_weight(
+                name="lora_kernel_b", shape=(rank, int(np.prod(outputs))), dtype="float32",
+                initializer=keras.initializers.get(b_initializer))
+        kernel.trainable = False
         self.lora_enabled = True
         self.lora_rank = rank
         self.lora_alpha = lora_alpha if lora_alpha is not None else rank
@@ -99,5 +112,6 @@ class FusedQKV(KeepsLoraAdapters, keras.layers.EinsumDense):
         if not self.lora_enabled:
             return super().kernel
         update = ops.matmul(self.lora_kernel_a, self.lora_kernel_b)  # [H, 3 N Dh]
-        update = ops.reshape(update, self._kernel.shape) * (self.lora_alpha / self.lora_rank)
-        return ops.cast(ops.add(self._kernel, update), self.compute_dtype)
+        kernel = stored_kernel(self)
+        update = ops.reshape(update, kernel.shape) * (self.lora_alpha / self.lora_rank)
+        return ops.cast(ops.add(kernel, update), self.compute_dtype)

@@ -19,7 +19,7 @@ def float_kernel(layer):
     if layer.quantization_mode is None:
         return layer.kernel
     _check_mode(layer)
-    values = layer._kernel  # the int8 variable; `kernel` returns it as it is
+    values = layer.kernel  # the int8 variable: for int8 `kernel` returns it as it is
     outputs = tuple(values.shape[1:])
     if math.prod(layer.kernel_scale.shape) != math.prod(outputs):
         raise ValueError(f"'{layer.path}': {tuple(layer.kernel_scale.shape)} scales for a "
@@ -33,7 +33,7 @@ def float_embeddings(layer):
     if layer.quantization_mode is None:
         return layer.embeddings
     _check_mode(layer)
-    return ops.divide(ops.cast(layer._embeddings, "float32"),
+    return ops.divide(ops.cast(layer.embeddings, "float32"),  # the int8 table, as it is
                       ops.expand_dims(layer.embeddings_scale, -1))
 
 
@@ -47,6 +47,9 @@ def check_mode(mode, what):
 
 
 def _check_mode(layer):
+    if layer.lora_enabled:  # `kernel` / `embeddings` would add the adapters to the int8 values
+        raise ValueError(f"'{layer.path}' is quantized and has LoRA adapters; only a "
+                         "quantized layer without them can be read back as floats.")
     if layer.quantization_mode not in QUANTIZE_MODES:
         raise ValueError(f"'{layer.path}' is quantized to {layer.quantization_mode}; only "
                          f"{QUANTIZE_MODES} weights can be read back as floats.")

@@ -139,18 +139,17 @@ def _check_model_parallel_split(heads, widths):
     or the feed-forward width (`BertEncoder.get_layout_map`), every layer's count must be a
     multiple of that mesh axis' size: a clear error here, not a sharding error later."""
     distribution = keras.distribution.distribution()
-    # ModelParallel keeps its LayoutMap there (Keras 3.15 has no public accessor); other
-    # distributions (DataParallel, none) split nothing.
-    layout_map = getattr(distribution, "_layout_map", None)
-    if layout_map is None:
+    if distribution is None:
         return
-    mesh = layout_map.device_mesh
+    mesh = distribution.device_mesh
     for index, (count, width) in enumerate(zip(heads, widths)):
         block = f"transformer_layer_{index}"
         for path, axis, size, what in (
                 (f"{block}/attention/qkv/kernel", 2, count, "attention heads"),  # [H, 3, N, Dh]
                 (f"{block}/intermediate/kernel", 1, width, "feed-forward neurons")):  # [H, I]
-            layout = layout_map[path]
+            # ModelParallel: its LayoutMap's entry for `path` (the lookup its variables get);
+            # DataParallel: None, it splits nothing.
+            layout = distribution.get_tensor_layout(path)
             name = None if layout is None or len(layout.axes) <= axis else layout.axes[axis]
             if name is None:
                 continue

@@ -11,6 +11,7 @@ import math
 
 import keras
 
+from keras_bert_suite.layers.lora import stored_kernel
 from keras_bert_suite.models.find_encoder import find_encoder
 
 # (name in error messages, the projection) of each transformer layer.
@@ -84,7 +85,7 @@ def parameter_count(variables):
 
 def _sides(layer):
     """(input size, output size) of a projection's kernel seen as a matrix."""
-    shape = tuple(layer._kernel.shape)
+    shape = tuple(stored_kernel(layer).shape)
     return shape[0], math.prod(shape[1:])
 
 

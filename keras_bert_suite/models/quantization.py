@@ -19,6 +19,7 @@ import json
 
 import keras
 
+from keras_bert_suite import keras_compat
 from keras_bert_suite.layers.quantized import check_mode
 
 CONFIG_KEY = "quantization"
@@ -35,13 +36,8 @@ class QuantizableModel:
 
         @functools.wraps(keras_quantize)
         def quantize(*args, **kwargs):
-            was_locked = model._tracker.locked
-            try:
-                with _one_garbage_collection():
-                    keras_quantize(*args, **kwargs)
-            finally:
-                if not was_locked:
-                    model._tracker.unlock()
+            with keras_compat.state_tracking_unlocked(model), _one_garbage_collection():
+                keras_quantize(*args, **kwargs)
 
         model.quantize = quantize
         return model
@@ -128,7 +124,7 @@ def restore(model, groups, skip=None):
 
 
 def _own_layers(model, skip):
-    # Keras has no public recursive layer list; Model.quantize walks this one too.
-    skipped = {id(layer) for layer in skip._flatten_layers()} if skip is not None else set()
-    return [layer for layer in model._flatten_layers(include_self=False)
+    skipped = {id(layer) for layer in keras_compat.all_layers(skip)} if skip is not None \
+        else set()
+    return [layer for layer in keras_compat.all_layers(model, include_self=False)
             if id(layer) not in skipped]

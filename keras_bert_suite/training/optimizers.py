@@ -2,6 +2,7 @@
 
 import keras
 
+from keras_bert_suite import keras_compat
 from keras_bert_suite.training.schedules import PerUpdateSchedule, WarmupPolynomialDecay
 
 # BERT decays every weight except LayerNorm scales/offsets and biases. Keras names
@@ -36,8 +37,8 @@ def _summed_over_replicas(gradients):
     Keras 3.15's TensorFlow optimizer clips by global norm BEFORE it sums the replicas'
     gradients, so each replica clips its own partial gradient with its own factor: with two
     replicas, one step differs from the same global batch on one device whenever clipping is
-    active. Summing first (and skipping Keras' later sum, `_all_reduce_sum_gradients`) gives
-    the one-device result: the norm of the whole batch's gradient, one factor for all.
+    active. Summing first (and skipping Keras' later sum: keras_compat.gradients_already_summed)
+    gives the one-device result: the norm of the whole batch's gradient, one factor for all.
     """
     if keras.backend.backend() != "tensorflow":
         return gradients  # JAX shards one jitted step; nothing is summed after clipping
@@ -51,6 +52,7 @@ def _summed_over_replicas(gradients):
     return [None if g is None else next(summed) for g in gradients]
 
 
+@keras_compat.gradients_already_summed  # summed in `apply` (TensorFlow backend only)
 class _BertGradients:
     """Mixin for Keras' optimizers: dense (and, under a strategy, replica-summed) gradients
     before clipping, on every backend; the names excluded from weight decay are part of the
@@ -73,9 +75,6 @@ class _BertGradients:
     def apply(self, grads, trainable_variables=None):
         grads = _summed_over_replicas(_dense_gradients(grads))
         return super().apply(grads, trainable_variables)
-
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        return grads_and_vars  # already summed in `apply` (TensorFlow backend only hook)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -158,14 +157,18 @@ def build_optimizer_before_tracing(model):
     (a 2-layer classifier's first fit: 6.8 s, 3.9 s with this). Keras builds them this same
     way under a strategy (in its scope); a model with unbuilt layers is left to Keras.
     """
-    if keras.backend.backend() != "tensorflow" or getattr(model, "_distribute_strategy", None):
+    if keras.backend.backend() != "tensorflow":
         return
     import tensorflow as tf  # only reached on the TensorFlow backend
 
     if tf.distribute.has_strategy():  # fit inside a strategy's scope: Keras' placement
         return
+    # Outside every scope, a model built under a strategy keeps it; any other model's is
+    # TensorFlow's one default strategy.
+    if model.distribute_strategy is not tf.distribute.get_strategy():
+        return
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None or optimizer.built:
         return
-    if all(layer.built for layer in model._flatten_layers()):
+    if all(layer.built for layer in keras_compat.all_layers(model)):
         optimizer.build(model.trainable_variables)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import BertEncoder, save_huggingface
+from keras_bert_suite.keras_compat import all_layers
 from keras_bert_suite.models.quantization import CONFIG_KEY
 from tests.conftest import to_numpy
 
@@ -38,12 +39,12 @@ def test_mistakes_are_refused_before_anything_changes():
     encoder = BertEncoder(**TINY)
     with pytest.raises(ValueError, match="support mode 'int8'"):
         encoder.quantize("int4")
-    assert all(layer.quantization_mode is None for layer in encoder._flatten_layers())
+    assert all(layer.quantization_mode is None for layer in all_layers(encoder))
 
     adapted = BertEncoder(**TINY, lora_rank=2)
     with pytest.raises(ValueError, match="the encoder has LoRA adapters; quantize the merged"):
         adapted.quantize("int8")
-    assert all(layer.quantization_mode is None for layer in adapted._flatten_layers())
+    assert all(layer.quantization_mode is None for layer in all_layers(adapted))
 
     encoder.quantize("int8")
     with pytest.raises(ValueError, match="LoRA on a quantized encoder is not supported"):
@@ -69,7 +70,7 @@ def test_checkpoints_of_a_quantized_model_hold_its_dequantized_weights(tmp_path)
     layer = encoder.transformer_layers[0].intermediate_dense  # value / scale, by hand
     np.testing.assert_allclose(
         to_numpy(expected["layer_0/intermediate/kernel"]),
-        to_numpy(layer._kernel).astype("float32") / to_numpy(layer.kernel_scale),
+        to_numpy(layer.kernel).astype("float32") / to_numpy(layer.kernel_scale),
         rtol=1e-6)
 
 
