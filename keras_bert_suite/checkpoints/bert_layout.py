@@ -84,7 +84,9 @@ def head_paths(tree):
     return {path for module, path in tree.modules.items() if module in _HEAD_MODULE_NAMES}
 
 
-_HEAD_MODULE_NAMES = frozenset(HEAD_MODULES)
+_HEAD_MODULE_NAMES = frozenset(
+    weight_table.split_template(template)[0]
+    for table in weight_table.HEAD_WEIGHTS.values() for template in table)
 
 
 def head_weights(config, adapter, tree=BERT_TREE):

@@ -20,6 +20,8 @@ Pretraining heads (BertPretrainer; `cls/predictions`, `cls/seq_relationship` in 
     mlm/layer_norm/{gamma,beta}                [E]
     mlm/output_bias                            [V]  (the decoder matrix is the token embedding)
     nsp/{kernel,bias}                          [H, 2], [2]
+    rtd/dense/{kernel,bias}                    [H, H], [H]  (ELECTRA's discriminator,
+    rtd/prediction/{kernel,bias}               [H, 1], [1]   ReplacedTokenDetector)
 
 V vocabulary_size, S num_segments, P max_sequence_length + position_offset, E embedding_dim
 (H when None), H hidden_dim, I intermediate_dim, N num_heads. `layer_{i}` numbers the distinct
@@ -79,8 +81,15 @@ NSP_HEAD_WEIGHTS = {
     "nsp/kernel": ("H", 2),
     "nsp/bias": (2,),
 }
+# ELECTRA's discriminator: is each token the original or a replacement (dense -> act -> 1).
+RTD_HEAD_WEIGHTS = {
+    "rtd/dense/kernel": ("H", "H"),
+    "rtd/dense/bias": ("H",),
+    "rtd/prediction/kernel": ("H", 1),
+    "rtd/prediction/bias": (1,),
+}
 # The pretraining heads, each loaded only when a checkpoint has it.
-HEAD_WEIGHTS = {"mlm": MLM_HEAD_WEIGHTS, "nsp": NSP_HEAD_WEIGHTS}
+HEAD_WEIGHTS = {"mlm": MLM_HEAD_WEIGHTS, "nsp": NSP_HEAD_WEIGHTS, "rtd": RTD_HEAD_WEIGHTS}
 
 VARIABLES = ("kernel", "bias", "gamma", "beta")
 
@@ -152,7 +161,7 @@ def encoder_weights(config, shapes=True):
 
 
 def head_weights(head, config=None):
-    """The `Weight`s of one pretraining head ("mlm" or "nsp")."""
+    """The `Weight`s of one pretraining head ("mlm", "nsp" or "rtd")."""
     sizes = dimensions(config) if config is not None else None
     return [_weight(name, name, None, symbols, sizes)
             for name, symbols in HEAD_WEIGHTS[head].items()]

@@ -23,7 +23,10 @@ TREE = ModuleTree({**{module: path for module, path in ENCODER_MODULES.items()
                    "embeddings/projection": "embeddings_project",
                    "mlm/transform": "generator_predictions.dense",
                    "mlm/layer_norm": "generator_predictions.LayerNorm",
-                   "mlm/output_bias": "generator_lm_head.bias"})
+                   "mlm/output_bias": "generator_lm_head.bias",
+                   # ElectraForPreTraining (the discriminator): ReplacedTokenDetector's head
+                   "rtd/dense": "discriminator_predictions.dense",
+                   "rtd/prediction": "discriminator_predictions.dense_prediction"})
 def hf_config(config):
     return {**bert_json(config), "embedding_size": config["embedding_dim"] or config["hidden_dim"]}
 

@@ -6,3 +6,4 @@ from keras_bert_suite.layers.transformer_block import TransformerBlock
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.layers.choice_folding import FoldChoices
 from keras_bert_suite.layers.scalar_mix import ScalarMix
+from keras_bert_suite.layers.replaced_token_head import ReplacedTokenHead

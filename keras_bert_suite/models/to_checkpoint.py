@@ -10,6 +10,7 @@ RobertaForMaskedLM, AlbertForPreTraining with the sentence-order head):
 
     BertEncoder, BertFeatureExtractor   BertModel (the extractor's pooling is not a weight)
     BertPretrainer                      BertForPreTraining (MLM-only: BertForMaskedLM)
+    ReplacedTokenDetector               ElectraForPreTraining (ELECTRA's discriminator)
     BertClassifier                      BertForSequenceClassification (label names: id2label)
     BertTokenClassifier                 BertForTokenClassification (label names: id2label)
     BertSpanLabeler                     BertForQuestionAnswering
@@ -39,6 +40,8 @@ from keras_bert_suite.models.find_encoder import encoder_of
 # its pooler is; the same task classes for every family); the head's Dense layer is the
 # task's `head_layer`.
 ENCODER_ONLY = ("BertEncoder", "BertFeatureExtractor")
+# Models whose pretraining heads travel with the encoder (their weight_map names them).
+PRETRAINING_MODELS = ("BertPretrainer", "ReplacedTokenDetector")
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +73,8 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
         head_tensors = {f"{module}.weight": _numpy(dense.kernel).T,
                         f"{module}.bias": _numpy(dense.bias)}
         extra = _label_config(model)
+    elif name == "ReplacedTokenDetector":
+        architecture = _replaced_token_class(family)
     elif name == "BertPretrainer":
         if model.next_sentence_head is not None:
             _check_pretraining_class(family)
@@ -250,10 +255,10 @@ def _warn_what_keras_hub_computes_otherwise(family, config, task):
 def _exportable_name(model, function):
     """The class name of a model the Hugging Face and KerasHub writers take, else an error."""
     name = type(model).__name__
-    if name not in TASK_HEADS and name not in ENCODER_ONLY and name != "BertPretrainer":
+    if name not in TASK_HEADS and name not in ENCODER_ONLY and name not in PRETRAINING_MODELS:
         raise ValueError(
             f"{function} takes a BertEncoder or one of our task models "
-            f"({', '.join([*TASK_HEADS, *ENCODER_ONLY[1:], 'BertPretrainer'])}), got {name}.")
+            f"({', '.join([*TASK_HEADS, *ENCODER_ONLY[1:], *PRETRAINING_MODELS])}), got {name}.")
     return name
 
 
@@ -263,7 +268,7 @@ def _config_and_weights(model, function):
     encoder = encoder_of(model, function)
     _refuse_per_layer_sizes(encoder, function)
     config = {key: encoder.get_config()[key] for key in ENCODER_CONFIG_KEYS}
-    variables = model.weight_map() if type(model).__name__ == "BertPretrainer" else (
+    variables = model.weight_map() if type(model).__name__ in PRETRAINING_MODELS else (
         encoder.weight_map())
     return config, {key: _numpy(variable) for key, variable in variables.items()}
 
@@ -296,6 +301,17 @@ def _family(config, name):
     if family is None:
         _refuse_other_families(config, "save_huggingface", "no transformers family")
     return family
+
+
+def _replaced_token_class(family):
+    """ElectraForPreTraining: the one transformers class with a replaced-token head."""
+    if "rtd/dense" not in family.tree.modules:
+        raise ValueError(
+            f"save_huggingface: a ReplacedTokenDetector on a {family.name} encoder: only "
+            f"ELECTRA has a transformers class with the replaced-token head "
+            f"(ElectraForPreTraining). Pass model.encoder, or save the whole model with "
+            f"save_to_preset or model.save('model.keras').")
+    return family.class_name("ForPreTraining")
 
 
 def _check_pretraining_class(family):

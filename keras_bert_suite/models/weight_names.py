@@ -36,6 +36,8 @@ _MODULES = {
     "mlm/layer_norm": lambda head: head.layer_norm,
     "mlm/output_bias": lambda head: head.output_bias,
     "nsp": lambda dense: dense,
+    "rtd/dense": lambda head: head.dense,
+    "rtd/prediction": lambda head: head.prediction,
 }
 
 
@@ -55,6 +57,10 @@ def masked_lm_head_variables(head):
 
 def next_sentence_head_variables(dense):
     return _variables(weight_table.head_weights("nsp"), lambda weight: dense)
+
+
+def replaced_token_head_variables(head):
+    return _variables(weight_table.head_weights("rtd"), lambda weight: head)
 
 
 def _variables(table, owner_of):

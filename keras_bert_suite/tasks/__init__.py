@@ -16,6 +16,7 @@ TASK_MODELS = {
     "BertMultipleChoice": "keras_bert_suite.tasks.multiple_choice.model",
     "BertFeatureExtractor": "keras_bert_suite.tasks.feature_extractor.model",
     "BertPretrainer": "keras_bert_suite.tasks.pretrainer.model",
+    "ReplacedTokenDetector": "keras_bert_suite.tasks.pretrainer.replaced_token_detector",
 }
 
 

@@ -378,12 +378,8 @@ class BertTask(BertModelBase, keras.Model):
         """The task with its encoder from `preset`, and its head too when the checkpoint is
         this task fine-tuned elsewhere (transformers' BertFor*, KerasHub's
         BertTextClassifier) and `task_arguments` agree with it; else a new head."""
-        from keras_bert_suite.checkpoints.presets import resolve_checkpoint
-        from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
-
-        checkpoint = resolve_checkpoint(preset, load_weights=load_weights)  # read once
-        encoder = encoder_from_checkpoint(
-            BertEncoder, checkpoint, preset, load_weights, **encoder_overrides)
+        checkpoint, encoder = cls._checkpoint_and_encoder(preset, load_weights,
+                                                          encoder_overrides)
         head = checkpoint.task_head
         if head is None or head["task"] != cls.__name__:
             return cls(encoder, preprocessor=preprocessor, **task_arguments)
@@ -402,6 +398,16 @@ class BertTask(BertModelBase, keras.Model):
         dense.kernel.assign(head["kernel"])
         dense.bias.assign(head["bias"])
         return task
+
+    @staticmethod
+    def _checkpoint_and_encoder(preset, load_weights, encoder_overrides):
+        """(the checkpoint of `preset`, read once, and the BertEncoder built from it)."""
+        from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+        from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
+
+        checkpoint = resolve_checkpoint(preset, load_weights=load_weights)
+        return checkpoint, encoder_from_checkpoint(
+            BertEncoder, checkpoint, preset, load_weights, **encoder_overrides)
 
     def preset_weights(self):
         """{canonical weight name: variable} written to the preset's model.weights.npz."""

@@ -130,3 +130,26 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     def get_config(self):
         # Keras' Loss leaves dtype out of its config.
         return {**super().get_config(), "dtype": self.dtype, "ignore_label": self.ignore_label}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class ReplacedTokenLoss(keras.losses.Loss):
+    """ELECTRA's discriminator loss: sigmoid cross-entropy of every token's "replaced" logit,
+    sum(w · CE) / sum(w) with `sample_weight` [B, T] 0 at padding.
+
+    `y_true` [B, T] 1 = replaced, 0 = original; `y_pred` [B, T] logits. (Keras'
+    BinaryCrossentropy averages over the last axis first, so it cannot weigh tokens.)
+
+    >>> import numpy as np
+    >>> loss = ReplacedTokenLoss()
+    >>> round(float(loss(np.array([[1, 0]]), np.zeros((1, 2)), np.array([[1.0, 0.0]]))), 4)
+    0.6931
+    """
+
+    def __init__(self, name="replaced_token_loss", reduction="mean_with_sample_weight",
+                 dtype=None):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+
+    def call(self, y_true, y_pred):
+        y_pred = ops.convert_to_tensor(y_pred)
+        return ops.binary_crossentropy(ops.cast(y_true, y_pred.dtype), y_pred, from_logits=True)

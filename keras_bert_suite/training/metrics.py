@@ -118,3 +118,20 @@ class MaskedSparseCategoricalAccuracy(keras.metrics.Mean):
 
     def get_config(self):
         return {"name": self.name, "dtype": self.dtype, "ignore_label": self.ignore_label}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class ReplacedTokenAccuracy(keras.metrics.Mean):
+    """Per-token accuracy of "replaced" logits (positive = replaced), weighted per token by
+    `sample_weight` [B, T] (0 at padding). `y_true` [B, T] 1/0, `y_pred` [B, T] logits."""
+
+    def __init__(self, name="accuracy", dtype=None):
+        super().__init__(name=name, dtype=dtype)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        predicted = ops.cast(ops.convert_to_tensor(y_pred) > 0, "int32")
+        correct = ops.cast(ops.equal(predicted, ops.cast(y_true, "int32")), self.dtype)
+        super().update_state(correct, sample_weight=sample_weight)
+
+    def get_config(self):
+        return {"name": self.name, "dtype": self.dtype}

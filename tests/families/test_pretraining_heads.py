@@ -2,7 +2,7 @@
 `lm_head`, DistilBERT's `vocab_*`, ELECTRA's generator H -> E, ALBERT's `predictions` H -> E)
 and *ForPreTraining (BERT's next sentence, ALBERT's sentence order) read into BertPretrainer
 compute transformers' logits at the masked positions on every backend, and go back bit for
-bit."""
+bit; so does ElectraForPreTraining's replaced-token head in ReplacedTokenDetector."""
 
 import numpy as np
 import pytest
@@ -78,3 +78,36 @@ def test_a_sentence_pair_head_without_a_transformers_class_is_refused(tmp_path):
     ours = BertPretrainer.from_preset(str(tmp_path / "roberta"), next_sentence_prediction=True)
     with pytest.raises(ValueError, match="no roberta class that holds one"):
         save_huggingface(ours, tmp_path / "ours")
+
+
+def test_electra_discriminator_computes_what_transformers_computes_and_goes_back(tmp_path):
+    """ElectraForPreTraining (the discriminator's replaced-token head) read into
+    ReplacedTokenDetector: its per-token logits on real sentences, and back bit for bit."""
+    import torch
+    import transformers
+
+    from keras_bert_suite import ReplacedTokenDetector
+
+    theirs = _transformers_model("electra", "ForPreTraining", tmp_path / "theirs")
+    ours = ReplacedTokenDetector.from_preset(str(tmp_path / "theirs"))
+    inputs = family_inputs("electra")
+    with torch.no_grad():
+        expected = theirs(**_torch_inputs(theirs.config, inputs)).logits.numpy()
+    assert_close(to_numpy(ours(inputs)), expected, RTOL, ATOL, err_msg="replaced-token logits")
+
+    path = save_huggingface(ours, tmp_path / "ours")
+    back, info = transformers.ElectraForPreTraining.from_pretrained(
+        path, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    mine = {key: value.numpy() for key, value in back.state_dict().items()}
+    for key, value in theirs.state_dict().items():
+        np.testing.assert_array_equal(mine[key], value.numpy(), err_msg=key)
+    with pytest.raises(ValueError, match="only ELECTRA has a transformers class"):
+        save_huggingface(ReplacedTokenDetector(_bert_encoder()), tmp_path / "bert")
+
+
+def _bert_encoder():
+    from keras_bert_suite import BertEncoder
+
+    return BertEncoder(vocabulary_size=60, num_layers=1, num_heads=2, hidden_dim=8,
+                       intermediate_dim=16)

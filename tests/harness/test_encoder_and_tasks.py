@@ -11,7 +11,7 @@ import pytest
 
 from keras_bert_suite import (
     BertClassifier, BertEncoder, BertFeatureExtractor, BertMultipleChoice, BertPreprocessor,
-    BertPretrainer, BertSpanLabeler, BertTokenClassifier, BertTokenizer)
+    BertPretrainer, BertSpanLabeler, BertTokenClassifier, BertTokenizer, ReplacedTokenDetector)
 from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
 from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 from keras_bert_suite.tasks.token_classifier.preprocessor import TokenClassifierPreprocessor
@@ -303,3 +303,16 @@ def test_pretrainer_preset():
     run_preset_test(BertPretrainer, PRESET, x, init_kwargs={"load_weights": False},
                     expected_output_shape={"mlm_logits": (4, 3, VOCABULARY),
                                            "nsp_logits": (4, 2)})
+
+
+# === ReplacedTokenDetector (ELECTRA's discriminator) ===
+
+
+def test_replaced_token_detector():
+    x, _ = _pretraining_batch()
+    del x["mask_positions"]
+    replaced = (np.random.default_rng(1).random(x["token_ids"].shape) < 0.15).astype("int32")
+    detector = ReplacedTokenDetector(tiny_encoder(embedding_dim=8, pooler_activation="gelu"))
+    run_task_test(detector, (x, replaced), expected_output_shape=(4, 12),
+                  unchanged=("pooler",))  # the head reads sequence_output only
+

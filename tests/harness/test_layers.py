@@ -7,8 +7,8 @@ import keras
 import numpy as np
 
 from keras_bert_suite.layers import (
-    BertDropout, BertEmbeddings, BertSelfAttention, FoldChoices, MaskedLMHead, ScalarMix,
-    TransformerBlock)
+    BertDropout, BertEmbeddings, BertSelfAttention, FoldChoices, MaskedLMHead,
+    ReplacedTokenHead, ScalarMix, TransformerBlock)
 from tests.harness import run_layer_test, to_numpy
 
 B, T, H, N, V = 2, 6, 8, 2, 50  # batch, sequence, hidden, heads, vocabulary
@@ -179,6 +179,20 @@ def test_masked_lm_head_of_narrow_embeddings():
         {"sequence_output": X, "mask_positions": POSITIONS},
         expected_output_shape=(B, 3, V), expected_output=_head_reference,
         expected_num_trainable_weights=6)
+
+
+# === ReplacedTokenHead ===
+
+
+def test_replaced_token_head():
+    def reference(layer, data):
+        hidden = _gelu(data @ to_numpy(layer.dense.kernel) + to_numpy(layer.dense.bias))
+        return (hidden @ to_numpy(layer.prediction.kernel) + to_numpy(layer.prediction.bias))[
+            ..., 0]
+
+    run_layer_test(ReplacedTokenHead, dict(hidden_dim=H, initializer_range=0.3), X,
+                   expected_output_shape=(B, T), expected_output=reference,
+                   expected_num_trainable_weights=4)
 
 
 # === ScalarMix ===

@@ -10,6 +10,8 @@ from keras_bert_suite.training import (
     IGNORE_LABEL, MaskedLMAccuracy, MaskedLMLoss, MaskedLMPerplexity,
     MaskedSparseCategoricalAccuracy, MaskedSparseCategoricalCrossentropy, PerUpdateSchedule,
     WarmupPolynomialDecay, create_optimizer)
+from keras_bert_suite.training.losses import ReplacedTokenLoss
+from keras_bert_suite.training.metrics import ReplacedTokenAccuracy
 from keras_bert_suite.training.optimizers import AdamW, Lamb
 from tests.harness import (
     assert_all_close, run_loss_test, run_metric_test, run_optimizer_test, run_schedule_test)
@@ -99,7 +101,29 @@ def test_masked_sparse_categorical_crossentropy():
                   LOGITS, expected)
 
 
+# ELECTRA's discriminator: [B, T] "replaced" labels and logits, padding weighted out.
+RTD_LABELS = np.array([[0, 1, 0, 1], [1, 0, 0, 0]])
+RTD_LOGITS = np.array([[-2.0, 0.5, 1.5, 3.0], [0.2, -0.7, 4.0, -1.0]])
+RTD_WEIGHTS = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0]])
+
+
+def test_replaced_token_loss():
+    p = 1.0 / (1.0 + np.exp(-RTD_LOGITS))
+    per_token = -(RTD_LABELS * np.log(p) + (1 - RTD_LABELS) * np.log(1 - p))
+    expected = (per_token * RTD_WEIGHTS).sum() / RTD_WEIGHTS.sum()
+    run_loss_test(ReplacedTokenLoss(), RTD_LABELS, RTD_LOGITS, expected,
+                  sample_weight=RTD_WEIGHTS)
+
+
 # === Metrics ===
+
+
+def test_replaced_token_accuracy():
+    correct = ((RTD_LOGITS > 0).astype(int) == RTD_LABELS).astype("float64")
+    expected = (correct * RTD_WEIGHTS).sum() / RTD_WEIGHTS.sum()  # 5 of 6 real tokens
+    assert np.isclose(expected, 5 / 6)
+    run_metric_test(ReplacedTokenAccuracy(), RTD_LABELS, RTD_LOGITS, expected,
+                    sample_weight=RTD_WEIGHTS)
 
 
 def test_masked_lm_accuracy():

@@ -252,12 +252,8 @@ class BertPretrainer(BertTask):
     @classmethod
     def _from_checkpoint(cls, preset, load_weights, encoder_overrides, preprocessor,
                          task_arguments):
-        from keras_bert_suite.checkpoints.presets import resolve_checkpoint
-        from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
-
-        checkpoint = resolve_checkpoint(preset, load_weights=load_weights)  # read once
-        encoder = encoder_from_checkpoint(
-            BertEncoder, checkpoint, preset, load_weights, **encoder_overrides)
+        checkpoint, encoder = cls._checkpoint_and_encoder(preset, load_weights,
+                                                          encoder_overrides)
         weights = checkpoint.weights or {}
         if "mlm/output_bias" in weights:  # a pretraining checkpoint: its heads, no others
             task_arguments.setdefault("next_sentence_prediction", "nsp/kernel" in weights)
