@@ -114,7 +114,7 @@ def split_template(template):
 def templates():
     """Every template of the table, encoder and heads, in table order."""
     return [*EMBEDDING_WEIGHTS, *LAYER_WEIGHTS, *POOLER_WEIGHTS,
-            *MLM_HEAD_WEIGHTS, *NSP_HEAD_WEIGHTS]
+            *(template for head in HEAD_WEIGHTS.values() for template in head)]
 
 
 def modules():
