@@ -64,32 +64,46 @@ def _read_weights(prefix, config, config_path):
         reader.get_variable_to_shape_map(), reader.get_tensor,
         where=f"checkpoint {prefix}", config_file=config_path)
     source.check_layer_count(r"(?:^|/)encoder/layer_(\d+)/", config["num_layers"])
-    weights = bert_layout.encoder_weights(config, _Adapter(source, "bert/"))
-    weights.update(bert_layout.head_weights(config, _Adapter(source, "")))  # `cls/...`
+    weights = bert_layout.encoder_weights(config, _Adapter(source))
+    weights.update(bert_layout.head_weights(config, _Adapter(source)))  # `cls/...`
     return weights
+
+
+# run_pretraining.py's own names for the NSP dense; modeling.py multiplies its kernel with
+# transpose_b=True, so the variable is [2, H] where ours is [H, 2].
+NSP_PATH = "cls.seq_relationship"
+NSP_VARIABLES = {"kernel": "output_weights", "bias": "output_bias"}
+
+
+def google_name(path, variable):
+    """A module path of the shared tree and a variable in Google's spelling:
+    ("encoder.layer.3.attention.self.query", "kernel") ->
+    "bert/encoder/layer_3/attention/self/query/kernel" (the `cls.` heads: no `bert/`)."""
+    prefix = "" if path.startswith("cls.") else "bert/"
+    name = prefix + path.replace("encoder.layer.", "encoder/layer_").replace(".", "/")
+    if path == NSP_PATH:
+        variable = NSP_VARIABLES[variable]
+    return name if variable is None else f"{name}/{variable}"
+
+
+def is_transposed(path, variable):
+    """Google stores this variable transposed from ours (the NSP kernel)."""
+    return path == NSP_PATH and variable == "kernel"
 
 
 class _Adapter:
     """Google spelling of the shared BERT module tree (see bert_layout.py)."""
 
-    def __init__(self, source, prefix):
-        self.source, self.prefix = source, prefix
-
-    def _name(self, path, variable):
-        # "encoder.layer.3.attention.self.query" -> "bert/encoder/layer_3/attention/self/query"
-        name = self.prefix + path.replace("encoder.layer.", "encoder/layer_").replace(".", "/")
-        if path == "cls.seq_relationship":  # run_pretraining.py's own names for the NSP dense
-            variable = {"kernel": "output_weights", "bias": "output_bias"}[variable]
-        return name if variable is None else f"{name}/{variable}"
+    def __init__(self, source):
+        self.source = source
 
     def has(self, path, variable):
-        return self._name(path, variable) in self.source
+        return google_name(path, variable) in self.source
 
     def get(self, path, variable, shape):
-        if path == "cls.seq_relationship" and variable == "kernel":
-            # modeling.py multiplies with transpose_b=True: the variable is [2, H], ours [H, 2].
-            return self.source.get(self._name(path, variable), tuple(reversed(shape))).T
-        return self.source.get(self._name(path, variable), shape)
+        if is_transposed(path, variable):
+            return self.source.get(google_name(path, variable), tuple(reversed(shape))).T
+        return self.source.get(google_name(path, variable), shape)
 
 
 def find_checkpoint_prefix(directory):

@@ -12,7 +12,8 @@ import os
 import numpy as np
 
 from keras_bert_suite.checkpoints import bert_layout
-from keras_bert_suite.checkpoints.google_bert import CHECKPOINT_PREFIX, CONFIG_FILE
+from keras_bert_suite.checkpoints.google_bert import (
+    CHECKPOINT_PREFIX, CONFIG_FILE, google_name, is_transposed)
 from keras_bert_suite.checkpoints.huggingface_writer import huggingface_config
 from keras_bert_suite.checkpoints.preset_dir import write_json, write_vocabulary
 
@@ -64,10 +65,6 @@ class _Writer:
         self.variables = {}
 
     def put(self, path, variable, value):
-        prefix = "" if path.startswith("cls.") else "bert/"
-        name = prefix + path.replace("encoder.layer.", "encoder/layer_").replace(".", "/")
-        if path == "cls.seq_relationship":  # run_pretraining.py's own names, [2, H] kernel
-            variable = {"kernel": "output_weights", "bias": "output_bias"}[variable]
-            value = value.T if variable == "output_weights" else value
-        name = name if variable is None else f"{name}/{variable}"
-        self.variables[name] = np.ascontiguousarray(value, dtype=np.float32)
+        value = value.T if is_transposed(path, variable) else value
+        self.variables[google_name(path, variable)] = np.ascontiguousarray(value,
+                                                                           dtype=np.float32)

@@ -104,6 +104,13 @@ def _task_head(source, hf_config, config, family):
     return None
 
 
+def tensor_name(module, variable):
+    """transformers' state-dict name of our `variable` of `module`: a Linear's or LayerNorm's
+    `weight` (our kernel [in, out] is its [out, in]; our gamma) or `bias` (our bias, beta);
+    an embedding's `weight`."""
+    return f"{module}.{'bias' if variable in ('bias', 'beta') else 'weight'}"
+
+
 def output_bias_names(path):
     """(the name transformers saves the MLM output bias under, the tied decoder's bias) for
     the tree's `mlm/output_bias` path (BERT's `cls.predictions.output_bias` is Google's)."""
@@ -124,10 +131,9 @@ class _Adapter:
             # or only as the decoder's own bias in some files.
             preferred, in_decoder = output_bias_names(path)
             return preferred if preferred in self.source else in_decoder
-        if variable in ("gamma", "beta"):  # LayerNorm: weight/bias, or gamma/beta when old
-            return (f"{name}.{variable}" if f"{name}.gamma" in self.source
-                    else f"{name}.{'weight' if variable == 'gamma' else 'bias'}")
-        return f"{name}.{'bias' if variable == 'bias' else 'weight'}"
+        if variable in ("gamma", "beta") and f"{name}.gamma" in self.source:
+            return f"{name}.{variable}"  # a LayerNorm in an old conversion's spelling
+        return tensor_name(name, variable)
 
     def has(self, path, variable):
         return self._name(path, variable) in self.source

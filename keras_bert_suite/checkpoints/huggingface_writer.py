@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from keras_bert_suite.checkpoints import bert_layout
-from keras_bert_suite.checkpoints.huggingface import output_bias_names
+from keras_bert_suite.checkpoints.huggingface import output_bias_names, tensor_name
 from keras_bert_suite.checkpoints.preset_dir import write_json, write_vocabulary
 from keras_bert_suite.families import ENCODER_POOLER
 from keras_bert_suite.families.bert import FAMILY as BERT
@@ -91,8 +91,7 @@ class _Writer:
         name = path if path in self.head_paths else f"{self.prefix}{path}"
         if variable == "kernel":  # ours [in, out] -> torch.nn.Linear [out, in]
             value = value.T
-        suffix = "bias" if variable in ("bias", "beta") else "weight"
-        self.tensors[f"{name}.{suffix}"] = _float32(value)
+        self.tensors[tensor_name(name, variable)] = _float32(value)
 
 
 def _float32(value):
