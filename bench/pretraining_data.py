@@ -39,7 +39,7 @@ def sentence_corpus(copies):
     if len(glob.glob(os.path.join(directory, "*.txt"))) == 233 * copies:
         return directory
     from keras_bert_suite.data import corpora
-    from keras_bert_suite.tasks.pretrainer.documents import read_documents
+    from keras_bert_suite.tasks.pretrainer.data.documents import read_documents
 
     os.makedirs(directory, exist_ok=True)
     for path in corpora.sotu_files():

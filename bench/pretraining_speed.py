@@ -178,10 +178,10 @@ def pipeline_worker():
     import tempfile
 
     from keras_bert_suite.data import corpora
-    from keras_bert_suite.tasks.pretrainer.documents import read_documents
-    from keras_bert_suite.tasks.pretrainer.dynamic_masking import DynamicMasker, apply_dynamic_masking
-    from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
-    from keras_bert_suite.tasks.pretrainer.tfrecords import (
+    from keras_bert_suite.tasks.pretrainer.data.documents import read_documents
+    from keras_bert_suite.tasks.pretrainer.data.dynamic_masking import DynamicMasker, apply_dynamic_masking
+    from keras_bert_suite.tasks.pretrainer.data.instances import create_pretraining_instances
+    from keras_bert_suite.tasks.pretrainer.data.tfrecords import (
         read_pretraining_tfrecords, write_pretraining_tfrecords)
     from keras_bert_suite.text import BertTokenizer
 

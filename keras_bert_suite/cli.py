@@ -149,7 +149,7 @@ def _export(args):
     if args.preprocessor:
         preprocessor = BertPreprocessor.from_preset(args.preprocessor,
                                                     sequence_length=args.sequence_length)
-    from keras_bert_suite.recipe_runner.recipe import parse_override
+    from keras_bert_suite.recipe_runner.recipe_files import parse_override
 
     options = dict(parse_override(option) for option in args.option)
     if args.pair:
@@ -240,7 +240,7 @@ def build_parser():
     vocab.add_argument("--cased", action="store_true")
     vocab.set_defaults(run=_vocab)
 
-    from keras_bert_suite.tasks.pretrainer import data_command
+    from keras_bert_suite.tasks.pretrainer.data import command as data_command
 
     data_command.add_command(commands)
     _add_recipe_command(commands, "pretrain",

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import keras_compat
-from keras_bert_suite.layers.lora import stored_kernel
+from keras_bert_suite.layers.lora_dense import stored_kernel
 from tests.conftest import to_numpy
 
 
@@ -158,7 +158,7 @@ def test_save_and_load_weights_leave_out_objects_to_skip(tmp_path):
     lambda: keras.layers.EinsumDense("bh,hnd->bnd", output_shape=(2, 3), bias_axes="nd"),
 ])
 def test_the_kernel_variable_and_what_kernel_returns(make):
-    """layers/lora.py's stored_kernel (W without the adapters) and layers/quantized.py's
+    """layers/lora_dense.py's stored_kernel (W without the adapters) and layers/float_weights.py's
     reading of `kernel` / `embeddings` as the stored int8 values."""
     layer = make()
     layer.build((None, 8))

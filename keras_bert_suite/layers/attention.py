@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.dropout import BertDropout
-from keras_bert_suite.layers.lora import FusedQKV, LoraDense
-from keras_bert_suite.layers.quantized import float_kernel
+from keras_bert_suite.layers.lora_dense import FusedQKV, LoraDense
+from keras_bert_suite.layers.float_weights import float_kernel
 from keras_bert_suite.layers.initializer import BertInitializer
 
 

@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.gelu import FEED_FORWARD_ACTIVATIONS
-from keras_bert_suite.layers.quantized import float_embeddings
+from keras_bert_suite.layers.float_weights import float_embeddings
 from keras_bert_suite.layers.initializer import BertInitializer
 
 

@@ -7,7 +7,7 @@ from keras_bert_suite.layers.attention import BertSelfAttention
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.gelu import FEED_FORWARD_ACTIVATIONS
-from keras_bert_suite.layers.lora import LoraDense
+from keras_bert_suite.layers.lora_dense import LoraDense
 from keras_bert_suite.layers.initializer import BertInitializer
 
 

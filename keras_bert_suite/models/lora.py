@@ -1,5 +1,5 @@
 """LoRA on a BertEncoder: which projections get adapters, the checks, and the merged copy
-that exports serve (the layers themselves: layers/lora.py).
+that exports serve (the layers themselves: layers/lora_dense.py).
 
 Every transformer layer's four projections get rank-r adapters: the fused query/key/value
 [H, 3H], the attention output [H, H], and the feed-forward [H, I] and [I, H]. Every other
@@ -11,7 +11,7 @@ import math
 
 import keras
 
-from keras_bert_suite.layers.lora import stored_kernel
+from keras_bert_suite.layers.lora_dense import stored_kernel
 from keras_bert_suite.models.find_encoder import find_encoder
 
 # (name in error messages, the projection) of each transformer layer.

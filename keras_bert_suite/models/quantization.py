@@ -3,7 +3,7 @@
 Keras' post-training int8 (`keras.Model.quantize`): each Dense / EinsumDense kernel becomes
 int8 with a scale per output column and each Embedding table int8 with a scale per row; the
 matmuls quantize their inputs per call. Our projections are Dense / EinsumDense subclasses,
-which Keras' own type check would skip (layers/lora.py lets them through).
+which Keras' own type check would skip (layers/lora_dense.py lets them through).
 
 Our models are rebuilt from their arguments, not from per-layer configs, so a quantized
 model's config lists its quantized layers by path ("quantization": [{"mode", "config",
@@ -20,7 +20,7 @@ import json
 import keras
 
 from keras_bert_suite import keras_compat
-from keras_bert_suite.layers.quantized import check_mode
+from keras_bert_suite.layers.float_weights import check_mode
 
 CONFIG_KEY = "quantization"
 

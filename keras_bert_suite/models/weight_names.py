@@ -10,7 +10,7 @@ import numpy as np
 
 from keras_bert_suite.checkpoints import weight_table
 from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
-from keras_bert_suite.layers.quantized import float_embeddings, float_kernel
+from keras_bert_suite.layers.float_weights import float_embeddings, float_kernel
 # One error class for "weights do not fit", whether a reader or the model notices it.
 from keras_bert_suite.checkpoints.errors import CheckpointMismatchError  # noqa: F401
 

@@ -3,7 +3,7 @@
     recipe = load_recipe("pretrain_cpu_smoke", overrides=["training.num_train_steps=20"])
     summary = run_recipe(recipe, "runs/smoke")
 
-recipe.py loads and overrides recipe files; finetuning.py, pretraining.py and distillation.py
+recipe_files.py loads and overrides recipe files; finetuning.py, pretraining.py and distilling.py
 hold each recipe kind's schema (keys and defaults) and its run function, all three on one
 `TrainingRun` (run.py); a task's own part (data, model class, metric) is in its
 `tasks/<task>/recipe.py`. A recipe's "task" key (and a "distillation" section) picks the
@@ -12,11 +12,11 @@ kind.
 
 import os
 
-from keras_bert_suite.recipe_runner import distillation, finetuning, pretraining
+from keras_bert_suite.recipe_runner import distilling, finetuning, pretraining
 from keras_bert_suite.recipe_runner.finetuning import run_finetuning
 from keras_bert_suite.recipe_runner.pretraining import run_pretraining
-from keras_bert_suite.tasks.pretrainer.recipe import build_datasets
-from keras_bert_suite.recipe_runner.recipe import (
+from keras_bert_suite.tasks.pretrainer.data.recipe_data import build_datasets
+from keras_bert_suite.recipe_runner.recipe_files import (
     RECIPES_DIR,
     RecipeError,
     apply_recipe,
@@ -32,7 +32,7 @@ TASKS = {
     **{task: (finetuning.SCHEMA, run_finetuning, "finetune") for task in TASK_NAMES},
 }
 # A fine-tuning recipe with a "distillation" section trains a student instead.
-DISTILLATION = (distillation.SCHEMA, distillation.run_distillation, "distill")
+DISTILLATION = (distilling.SCHEMA, distilling.run_distillation, "distill")
 
 
 def _kind(recipe_values, task):

@@ -20,7 +20,7 @@ import math
 import time
 
 from keras_bert_suite.recipe_runner.common import common_defaults, merged, recipe_optimizer
-from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema
+from keras_bert_suite.recipe_runner.recipe_files import RecipeError, Schema
 from keras_bert_suite.storage import write_json
 from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.recipe_runner.task_data import task_module

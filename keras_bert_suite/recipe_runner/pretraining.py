@@ -4,7 +4,7 @@
     summary = run_pretraining(recipe, "runs/smoke")
 
 The job: corpus files or TFRecords -> tf.data with dynamic masking (the task's data,
-tasks/pretrainer/recipe.py) -> BertPretrainer ->
+tasks/pretrainer/data/recipe_data.py) -> BertPretrainer ->
 `create_optimizer` -> `fit` in "epochs" of one checkpoint interval (training/callbacks.py), with a backup every `checkpoint_every_n_steps`, TensorBoard
 logs and Keras' progress bar. Re-running into the same output directory resumes from the last
 backup with the same step counter, optimizer state and data position. The `distribution`
@@ -24,10 +24,10 @@ import json
 
 from keras_bert_suite import storage
 from keras_bert_suite.recipe_runner.common import common_defaults, merged, recipe_optimizer
-from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema
+from keras_bert_suite.recipe_runner.recipe_files import RecipeError, Schema
 from keras_bert_suite.storage import write_json
 from keras_bert_suite.recipe_runner.run import TrainingRun
-from keras_bert_suite.tasks.pretrainer.recipe import build_datasets, recipe_tokenizer
+from keras_bert_suite.tasks.pretrainer.data.recipe_data import build_datasets, recipe_tokenizer
 
 # The shared keys (recipe_runner/common.py) with pretraining's defaults (BERT's 1e-4, a tiny
 # random BERT unless a preset says otherwise), then the keys only pretraining has. A

@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_bert_suite.tasks.pretrainer.documents import read_documents
+from keras_bert_suite.tasks.pretrainer.data.documents import read_documents
 
 
 @pytest.fixture(scope="session")

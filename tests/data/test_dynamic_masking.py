@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_suite.tasks.pretrainer.dynamic_masking import DynamicMasker, apply_dynamic_masking
-from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
-from keras_bert_suite.tasks.pretrainer.tfrecords import (
+from keras_bert_suite.tasks.pretrainer.data.dynamic_masking import DynamicMasker, apply_dynamic_masking
+from keras_bert_suite.tasks.pretrainer.data.instances import create_pretraining_instances
+from keras_bert_suite.tasks.pretrainer.data.tfrecords import (
     read_pretraining_tfrecords, write_pretraining_tfrecords)
 
 

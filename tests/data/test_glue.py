@@ -8,7 +8,7 @@ from keras_bert_suite.tasks.classifier.glue import GLUE_TASKS
 from keras_bert_suite.tasks.classifier.glue import get_glue_task
 from keras_bert_suite.tasks.classifier.glue import glue_file
 from keras_bert_suite.tasks.classifier.glue import read_glue
-from keras_bert_suite.tasks.classifier.metrics import glue_metrics
+from keras_bert_suite.tasks.classifier.metric import glue_metrics
 
 
 MNLI_PARSES = "( ( A ) ( B ) )\t( ( C ) ( D ) )\t(ROOT (S (NP A) (VP B)))\t(ROOT (S (NP C) (VP D)))"

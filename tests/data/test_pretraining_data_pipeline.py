@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_suite.tasks.pretrainer import corpus_buckets
-from keras_bert_suite.tasks.pretrainer import instances as instance_lib
-from keras_bert_suite.tasks.pretrainer.data_pipeline import create_pretraining_data
-from keras_bert_suite.tasks.pretrainer.documents import read_documents
-from keras_bert_suite.tasks.pretrainer.tfrecords import read_pretraining_tfrecords
+from keras_bert_suite.tasks.pretrainer.data import corpus_buckets
+from keras_bert_suite.tasks.pretrainer.data import instances as instance_lib
+from keras_bert_suite.tasks.pretrainer.data.pipeline import create_pretraining_data
+from keras_bert_suite.tasks.pretrainer.data.documents import read_documents
+from keras_bert_suite.tasks.pretrainer.data.tfrecords import read_pretraining_tfrecords
 
 # Beam, TFRecords and tf.data: no Keras op runs, so the records cannot depend on the Keras
 # backend and the pipeline runs once (marker needs_tf_graph, see tests/conftest.py).
@@ -158,7 +158,7 @@ def test_beam_pipeline_statistics_with_beams_testing_utilities(tmp_path, twelve_
     from apache_beam.testing.test_pipeline import TestPipeline
     from apache_beam.testing.util import assert_that
 
-    from keras_bert_suite.tasks.pretrainer.beam_transforms import build_pipeline
+    from keras_bert_suite.tasks.pretrainer.data.beam_transforms import build_pipeline
 
     settings = corpus_buckets.PretrainingDataSettings(
         vocabulary=tuple(uncased_tokenizer.get_vocabulary()), layout="paragraph_per_line",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
+from keras_bert_suite.tasks.pretrainer.data.instances import create_pretraining_instances
 from keras_bert_suite.text import BertTokenizer
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from keras_bert_suite.tasks.pretrainer.instances import create_pretraining_instances
+from keras_bert_suite.tasks.pretrainer.data.instances import create_pretraining_instances
 
 
 def _key(ids):
@@ -43,7 +43,7 @@ def test_instances_shape_and_nsp_balance(unmasked, uncased_tokenizer):
 
 @pytest.mark.real
 def test_random_next_comes_from_another_document(unmasked, sotu_documents, uncased_tokenizer):
-    from keras_bert_suite.tasks.pretrainer.instances import tokenize_documents
+    from keras_bert_suite.tasks.pretrainer.data.instances import tokenize_documents
 
     documents = [_key([t for s in d for t in s])
                  for d in tokenize_documents(sotu_documents, uncased_tokenizer)]

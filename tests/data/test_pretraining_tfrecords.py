@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert_suite.tasks.pretrainer.instances import PretrainingInstance
-from keras_bert_suite.tasks.pretrainer.tfrecords import (
+from keras_bert_suite.tasks.pretrainer.data.instances import PretrainingInstance
+from keras_bert_suite.tasks.pretrainer.data.tfrecords import (
     FEATURE_NAMES, pretraining_model_inputs, read_pretraining_tfrecords, restore_unmasked_ids,
     write_pretraining_tfrecords)
 

@@ -1,7 +1,7 @@
 import pytest
 
-from keras_bert_suite.tasks.pretrainer.documents import read_documents
-from keras_bert_suite.tasks.pretrainer.sentences import split_sentences
+from keras_bert_suite.tasks.pretrainer.data.documents import read_documents
+from keras_bert_suite.tasks.pretrainer.data.sentences import split_sentences
 
 
 def test_split_sentences_keeps_abbreviations_and_initials():

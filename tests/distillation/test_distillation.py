@@ -382,7 +382,7 @@ def test_masked_lm_distillation_on_the_pretraining_data_path(pretrainer):
     pretraining data path (instances, dynamic masking), as `kbs pretrain` reads them. The
     soft loss counts the real masked-LM predictions only (mlm_weights 1)."""
     from keras_bert_suite import BertTokenizer, recipe_runner
-    from keras_bert_suite.tasks.pretrainer.recipe import build_datasets
+    from keras_bert_suite.tasks.pretrainer.data.recipe_data import build_datasets
 
     recipe = recipe_runner.load_recipe("pretrain_cpu_smoke", overrides=[
         "data.max_files=2", "data.sequence_length=32", "data.max_predictions_per_seq=5",

@@ -9,7 +9,7 @@ from sklearn import metrics as sk
 
 from keras_bert_suite.data import corpora
 from keras_bert_suite.tasks.classifier.data import read_classification_file
-from keras_bert_suite.tasks.classifier import metrics as m
+from keras_bert_suite.tasks.classifier import metric as m
 
 
 @pytest.fixture(scope="module")

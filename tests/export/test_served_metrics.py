@@ -21,7 +21,7 @@ from keras_bert_suite.data import corpora
 from keras_bert_suite.export import export_saved_model
 from keras_bert_suite.recipe_runner import load_recipe
 from keras_bert_suite.tasks.recipe_contract import TaskData
-from keras_bert_suite.tasks.classifier.metrics import accuracy
+from keras_bert_suite.tasks.classifier.metric import accuracy
 from keras_bert_suite.tasks.span_labeler import recipe as span_recipe
 from keras_bert_suite.tasks.span_labeler.metric import score_answers
 from keras_bert_suite.tasks.span_labeler.quoref import quoref_to_squad, split_by_passage

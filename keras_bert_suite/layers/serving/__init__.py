@@ -13,7 +13,7 @@ export asks for them (`dense.py`).
 A form reads its layer's weights through `read(name)`, the layer's canonical weight names
 (`checkpoints/weight_table.py`) without the encoder's prefix ("qkv/kernel",
 "layer_norm/gamma"): float32 tensors, or the export's bf16 / int8 copies of matmul kernels.
-`export/serving_encoder.py` composes them into the encoder; `tests/harness/
+`export/serving_encoder.py` composes them into the encoder; `tests/public_classes/
 test_serving_forms.py` compares every form with its Keras layer for every family's
 variation. TensorFlow ops only (never keras.ops): the forms run in any Keras backend's
 process, on any backend's weights.

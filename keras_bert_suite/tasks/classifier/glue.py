@@ -26,7 +26,7 @@ import dataclasses
 import os
 
 from keras_bert_suite.tasks.classifier.data import read_classification_file
-from keras_bert_suite.tasks.classifier.metrics import GLUE_METRICS
+from keras_bert_suite.tasks.classifier.metric import GLUE_METRICS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -113,7 +113,7 @@ def prepare(recipe, preprocessor, log):
 
 def scores(examples, outputs, glue_task=None):
     """The task's metrics for model outputs (logits [N, C] or scores [N, 1])."""
-    from keras_bert_suite.tasks.classifier import metrics as m
+    from keras_bert_suite.tasks.classifier import metric as m
 
     if glue_task is not None:
         return m.glue_metrics(glue_task, outputs, examples.labels)

@@ -49,7 +49,7 @@ def prepare(recipe, preprocessor, log):
 
 
 def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.tasks.classifier.metrics import accuracy
+    from keras_bert_suite.tasks.classifier.metric import accuracy
 
     examples = task_data.evaluation
     # raw text through the model's preprocessor: what the exported model serves

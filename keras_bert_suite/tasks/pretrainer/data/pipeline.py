@@ -32,11 +32,11 @@ removed first.
 import json
 import os
 
-from keras_bert_suite.tasks.pretrainer import corpus_buckets
-from keras_bert_suite.tasks.pretrainer import documents as document_io
-from keras_bert_suite.tasks.pretrainer import instances as instance_lib
+from keras_bert_suite.tasks.pretrainer.data import corpus_buckets
+from keras_bert_suite.tasks.pretrainer.data import documents as document_io
+from keras_bert_suite.tasks.pretrainer.data import instances as instance_lib
 
-from keras_bert_suite.tasks.pretrainer.corpus_buckets import STATISTICS_FILE
+from keras_bert_suite.tasks.pretrainer.data.corpus_buckets import STATISTICS_FILE
 
 SHARD_PATTERNS = ("train-*.tfrecord", "eval-*.tfrecord")
 
@@ -122,7 +122,7 @@ def create_pretraining_data(
     logging.getLogger("apache_beam.io.filesystems").setLevel(logging.ERROR)
     import apache_beam as beam
 
-    from keras_bert_suite.tasks.pretrainer.beam_transforms import build_pipeline
+    from keras_bert_suite.tasks.pretrainer.data.beam_transforms import build_pipeline
 
     # More workers than groups of files would only start idle processes.
     num_workers = num_workers or min(os.cpu_count() or 1, len(groups))

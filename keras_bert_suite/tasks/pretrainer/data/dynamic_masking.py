@@ -39,7 +39,7 @@ while every epoch (every new iterator) gets new masks.
 import numpy as np
 import tensorflow as tf
 
-from keras_bert_suite.tasks.pretrainer import static_masking as masking
+from keras_bert_suite.tasks.pretrainer.data import static_masking as masking
 
 
 class DynamicMasker:

@@ -30,7 +30,7 @@ under "documents_read" and every skip under "skipped_<reason>" (see SKIP_REASONS
 
 import json
 
-from keras_bert_suite.tasks.pretrainer.sentences import split_sentences
+from keras_bert_suite.tasks.pretrainer.data.sentences import split_sentences
 
 LAYOUTS = ("sentence_per_line", "paragraph_per_line", "jsonl")
 # A line longer than this is not prose (a minified blob, a table dump): its document is skipped.

@@ -34,7 +34,7 @@ piece of a document may be shorter); `is_random_next` is False (written as label
 
 `create_pretraining_instances` holds the tokenized corpus in memory, as the original does
 (random-next segments may come from any document). A corpus of any size goes through
-data_pipeline.py instead (`kbs create-pretraining-data`), which runs
+pipeline.py instead (`kbs create-pretraining-data`), which runs
 `instances_from_token_documents` on one bucket of documents at a time. Instances are shuffled
 with the seeded `random.Random`, so a seed gives the same instances, the same masks and the
 same order.
@@ -43,7 +43,7 @@ same order.
 import dataclasses
 import random
 
-from keras_bert_suite.tasks.pretrainer import static_masking as masking
+from keras_bert_suite.tasks.pretrainer.data import static_masking as masking
 
 # Sentences are tokenized this many at a time (one traced tf.function call per batch).
 _TOKENIZE_BATCH = 2048

@@ -17,7 +17,7 @@ import os
 
 from keras_bert_suite.recipe_runner import finetuning
 from keras_bert_suite.recipe_runner.common import merged, recipe_optimizer
-from keras_bert_suite.recipe_runner.recipe import RecipeError, Schema
+from keras_bert_suite.recipe_runner.recipe_files import RecipeError, Schema
 from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.recipe_runner.task_data import task_module
 

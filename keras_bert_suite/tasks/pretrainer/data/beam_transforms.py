@@ -1,4 +1,4 @@
-"""The Beam transforms of `create_pretraining_data` (data_pipeline.py has the picture).
+"""The Beam transforms of `create_pretraining_data` (pipeline.py has the picture).
 
 Training shards are written by the worker that reads their group of files (no shuffle of the
 text); held-out documents are grouped by hash bucket; one statistics dict per unit of work is
@@ -9,8 +9,8 @@ import json
 
 import apache_beam as beam
 
-from keras_bert_suite.tasks.pretrainer import corpus_buckets
-from keras_bert_suite.tasks.pretrainer.corpus_buckets import STATISTICS_FILE
+from keras_bert_suite.tasks.pretrainer.data import corpus_buckets
+from keras_bert_suite.tasks.pretrainer.data.corpus_buckets import STATISTICS_FILE
 
 
 def build_pipeline(pipeline, groups, settings, output_dir, num_eval_buckets=1):

@@ -1,5 +1,5 @@
 """The pretraining recipe's data: corpus files -> unmasked pretraining instances written to
-TFRecords by the Beam pipeline of `kbs create-pretraining-data` (data_pipeline.py; cached in
+TFRecords by the Beam pipeline of `kbs create-pretraining-data` (pipeline.py; cached in
 the run directory and streamed, so memory does not grow with the corpus), or existing
 TFRecords in the original BERT schema -> tf.data batches with dynamic masking (a new mask on
 every pass), sharded over a multi-worker distribution. The run itself (model, optimizer,
@@ -50,7 +50,7 @@ def split_files(files, eval_fraction, seed):
 
 def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log, cache_dir):
     """An unbatched tf.data of unmasked feature dicts, and how many examples (None: unknown)."""
-    from keras_bert_suite.tasks.pretrainer.tfrecords import (
+    from keras_bert_suite.tasks.pretrainer.data.tfrecords import (
         read_pretraining_tfrecords,
         restore_unmasked_ids,
     )
@@ -70,13 +70,13 @@ def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log, cache_dir):
 
 
 def _corpus_records(files, tokenizer, data, nsp, cache_dir, log):
-    """Unmasked instances of text files, made by the Beam pipeline (data_pipeline.py) into
+    """Unmasked instances of text files, made by the Beam pipeline (pipeline.py) into
     `cache_dir` and streamed from there: memory does not grow with the corpus. A cache made
     from the same files (paths and sizes) with the same settings is reused (a resumed run
     re-reads it); anything else is remade."""
     import tensorflow as tf
 
-    from keras_bert_suite.tasks.pretrainer.data_pipeline import create_pretraining_data
+    from keras_bert_suite.tasks.pretrainer.data.pipeline import create_pretraining_data
 
     settings = {name: data[name] for name in (
         "layout", "sequence_length", "dupe_factor", "short_seq_prob", "max_predictions_per_seq",
@@ -89,7 +89,7 @@ def _corpus_records(files, tokenizer, data, nsp, cache_dir, log):
     if tf.io.gfile.exists(key_path):
         with tf.io.gfile.GFile(key_path) as f:
             if json.load(f) == settings and tf.io.gfile.glob(patterns[0]):
-                from keras_bert_suite.tasks.pretrainer.data_pipeline import read_statistics
+                from keras_bert_suite.tasks.pretrainer.data.pipeline import read_statistics
 
                 statistics = read_statistics(cache_dir)
                 log(f"{statistics['instances']} instances from {len(files)} files (cached in "
@@ -116,7 +116,7 @@ def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=N
 
     A text corpus is turned into unmasked instances in `cache_dir` (train/ and eval/; default a
     new temporary directory) by `create_pretraining_data`, then streamed."""
-    from keras_bert_suite.tasks.pretrainer.dynamic_masking import DynamicMasker, apply_dynamic_masking
+    from keras_bert_suite.tasks.pretrainer.data.dynamic_masking import DynamicMasker, apply_dynamic_masking
 
     data, training = recipe["data"], recipe["training"]
     nsp = recipe["model"]["next_sentence_prediction"]

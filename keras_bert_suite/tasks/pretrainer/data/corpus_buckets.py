@@ -1,6 +1,6 @@
 """A corpus cut into buckets of documents, and a bucket -> one shard of pretraining records.
 
-The work of `create_pretraining_data` (data_pipeline.py) without Beam, so it can be read and
+The work of `create_pretraining_data` (pipeline.py) without Beam, so it can be read and
 tested on its own. The corpus is never in memory: instances are made per BUCKET, a run of
 consecutive documents holding about `bucket_bytes` of text, and random-next segments (NSP) are
 drawn from the other documents of the same bucket. With the default 4 MB a bucket holds
@@ -13,7 +13,7 @@ memory.
   `bucket_bytes` of text. A last bucket of less than half that joins the one before it, so a
   bucket has enough partners.
 * Held-out documents (`eval_fraction`, drawn per document by a hash of seed, file and position)
-  are routed to hash-keyed eval buckets instead (data_pipeline.py groups them).
+  are routed to hash-keyed eval buckets instead (pipeline.py groups them).
 * Each bucket gets its own `random.Random` seeded by (seed, split, group, bucket), and writes one
   shard `{split}-{group:05d}-{bucket:04d}.tfrecord` with its instances shuffled. So the records
   depend only on the input and the settings, never on the number of workers or their timing.
@@ -25,8 +25,8 @@ import hashlib
 import random
 import uuid
 
-from keras_bert_suite.tasks.pretrainer import documents as document_io
-from keras_bert_suite.tasks.pretrainer import instances as instance_lib
+from keras_bert_suite.tasks.pretrainer.data import documents as document_io
+from keras_bert_suite.tasks.pretrainer.data import instances as instance_lib
 
 DEFAULT_BUCKET_BYTES = 4 << 20
 STATISTICS_FILE = "statistics.json"
@@ -157,7 +157,7 @@ class BucketWriter:
 
 
 def serialize(instance, settings):
-    from keras_bert_suite.tasks.pretrainer.tfrecords import instance_to_example
+    from keras_bert_suite.tasks.pretrainer.data.tfrecords import instance_to_example
 
     # deterministic=True: the Example's feature map is otherwise written in an order that
     # varies from process to process.

@@ -1,4 +1,4 @@
-"""`kbs create-pretraining-data`: the command line of data_pipeline.create_pretraining_data.
+"""`kbs create-pretraining-data`: the command line of pipeline.create_pretraining_data.
 
     kbs create-pretraining-data --input sotu --output_dir data/sotu_128 \\
         --layout paragraph_per_line --dupe_factor 5
@@ -11,8 +11,8 @@ Flags keep google-research/bert's names where it has one (`--max_seq_length`,
 
 import argparse
 
-from keras_bert_suite.tasks.pretrainer import corpus_buckets
-from keras_bert_suite.tasks.pretrainer import documents as document_io
+from keras_bert_suite.tasks.pretrainer.data import corpus_buckets
+from keras_bert_suite.tasks.pretrainer.data import documents as document_io
 
 
 def add_command(commands):
@@ -53,7 +53,7 @@ def add_command(commands):
 
 
 def run(args):
-    from keras_bert_suite.tasks.pretrainer.data_pipeline import create_pretraining_data
+    from keras_bert_suite.tasks.pretrainer.data.pipeline import create_pretraining_data
 
     inputs = args.input
     if inputs == ["sotu"]:
