@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 PYTEST_FLAGS := -q -p no:cacheprovider --durations=20
 TESTS ?= tests
 # XLA's CPU backend spends most of a JAX test compiling: without LLVM's optimization passes the
-# JAX run of tests/layers, tests/harness/test_layers.py and tests/models/test_encoder.py took
+# JAX run of tests/layers, tests/public_classes/test_layers.py and tests/models/test_encoder.py took
 # 45 s instead of 75-83 s, beside the other two backends. XLA's older loop emitters compile
 # a program faster than its fusion emitters (an eager op's first call: 40 -> 27 ms; the JAX run
 # of tests/models/test_task_models.py alone: 66-79 s of CPU -> 47 s). TensorFlow and PyTorch
@@ -25,7 +25,7 @@ TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0 --xla_llvm_disable_expensiv
 # the first one's program: tests/models/test_task_lifecycle.py took 71-75 s of CPU on JAX
 # with it, 96-100 s without. Only compiles of 0.2 s or more are written: an eager op's
 # (~30 ms, thousands per process, found again in memory anyway) cost more to write than they
-# saved (tests/harness/test_encoder_and_tasks.py + test_task_lifecycle.py: 124-139 s of CPU
+# saved (tests/public_classes/test_encoder_and_tasks.py + test_task_lifecycle.py: 124-139 s of CPU
 # caching every compile, 114 s from 0.2 s up).
 TEST_JAX_CACHE = JAX_COMPILATION_CACHE_DIR=$$logs/jax_cache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0.2 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES=0
 OWN_PROCESSES_BACKEND ?= $(lastword $(BACKENDS))
