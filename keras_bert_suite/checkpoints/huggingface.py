@@ -111,6 +111,12 @@ def tensor_name(module, variable):
     return f"{module}.{'bias' if variable in ('bias', 'beta') else 'weight'}"
 
 
+def is_output_bias(path, variable):
+    """The MLM head's output bias: the one lone tensor (no variable) of a tree that is a bias
+    (the others are embedding tables)."""
+    return variable is None and path.endswith("bias")
+
+
 def output_bias_names(path):
     """(the name transformers saves the MLM output bias under, the tied decoder's bias) for
     the tree's `mlm/output_bias` path (BERT's `cls.predictions.output_bias` is Google's)."""
@@ -126,7 +132,7 @@ class _Adapter:
 
     def _name(self, path, variable):
         name = f"{self.prefix}{path}"
-        if variable is None and path.endswith("bias"):  # the MLM head's output bias
+        if is_output_bias(path, variable):
             # Stored once beside the tied decoder (`cls.predictions.bias`, `lm_head.bias`),
             # or only as the decoder's own bias in some files.
             preferred, in_decoder = output_bias_names(path)

@@ -12,7 +12,8 @@ import os
 import numpy as np
 
 from keras_bert_suite.checkpoints import bert_layout
-from keras_bert_suite.checkpoints.huggingface import output_bias_names, tensor_name
+from keras_bert_suite.checkpoints.huggingface import (
+    is_output_bias, output_bias_names, tensor_name)
 from keras_bert_suite.checkpoints.preset_dir import write_json, write_vocabulary
 from keras_bert_suite.families import ENCODER_POOLER
 from keras_bert_suite.families.bert import FAMILY as BERT
@@ -85,7 +86,7 @@ class _Writer:
     def put(self, path, variable, value):
         if path.startswith("pooler") and not self.with_pooler:
             return
-        if variable is None and path.endswith("bias"):  # the MLM head's output bias
+        if is_output_bias(path, variable):
             self.tensors[output_bias_names(path)[0]] = _float32(value)
             return
         name = path if path in self.head_paths else f"{self.prefix}{path}"

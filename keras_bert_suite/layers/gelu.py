@@ -34,3 +34,12 @@ def tanh_gelu(x, tanh=ops.tanh):
 # The `activation` names of the encoder's feed-forward networks (transformers' `hidden_act`
 # "gelu" and "gelu_new" are these two).
 FEED_FORWARD_ACTIVATIONS = {"gelu": exact_gelu, "gelu_approximate": tanh_gelu}
+
+
+def feed_forward_activation(name):
+    """The GELU named `name` (a layer's `activation` argument), or a ValueError naming the
+    choices."""
+    if name not in FEED_FORWARD_ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(FEED_FORWARD_ACTIVATIONS)} (the "
+                         f"encoder's), got {name!r}.")
+    return FEED_FORWARD_ACTIVATIONS[name]

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.gather_rows import gather_rows
-from keras_bert_suite.layers.gelu import FEED_FORWARD_ACTIVATIONS
+from keras_bert_suite.layers.gelu import feed_forward_activation
 from keras_bert_suite.layers.float_weights import float_embeddings
 from keras_bert_suite.layers.initializer import BertInitializer
 
@@ -40,13 +40,11 @@ class MaskedLMHead(keras.layers.Layer):
     def __init__(self, token_embedding, layer_norm_epsilon=1e-12, initializer_range=0.02,
                  activation="gelu", **kwargs):
         super().__init__(**kwargs)
-        if activation not in FEED_FORWARD_ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(FEED_FORWARD_ACTIVATIONS)} "
-                             f"(the encoder's), got {activation!r}.")
         self.token_embedding = token_embedding
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.activation = activation
+        self._activation = feed_forward_activation(activation)
         self.vocabulary_size = token_embedding.input_dim
         self.embedding_dim = token_embedding.output_dim
 
@@ -70,7 +68,7 @@ class MaskedLMHead(keras.layers.Layer):
         x = sequence_output
         if mask_positions is not None:
             x = gather_rows(sequence_output, mask_positions)  # [B, P, H]
-        x = FEED_FORWARD_ACTIVATIONS[self.activation](self.transform(x))  # [B, P, E]
+        x = self._activation(self.transform(x))  # [B, P, E]
         x = self.layer_norm(x)
         embeddings = ops.cast(float_embeddings(self.token_embedding), self.compute_dtype)  # [V, E]
         logits = ops.matmul(x, ops.transpose(embeddings))  # [B, P, V]

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_bert_suite.layers.gelu import FEED_FORWARD_ACTIVATIONS
+from keras_bert_suite.layers.gelu import feed_forward_activation
 from keras_bert_suite.layers.initializer import BertInitializer
 
 
@@ -20,11 +20,9 @@ class ReplacedTokenHead(keras.layers.Layer):
 
     def __init__(self, hidden_dim, activation="gelu", initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        if activation not in FEED_FORWARD_ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(FEED_FORWARD_ACTIVATIONS)} "
-                             f"(the encoder's), got {activation!r}.")
         self.hidden_dim = hidden_dim
         self.activation = activation
+        self._activation = feed_forward_activation(activation)
         self.initializer_range = initializer_range
         initializer = BertInitializer(stddev=initializer_range)
         self.dense = keras.layers.Dense(hidden_dim, kernel_initializer=initializer,
@@ -38,7 +36,7 @@ class ReplacedTokenHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output):
-        hidden = FEED_FORWARD_ACTIVATIONS[self.activation](self.dense(sequence_output))
+        hidden = self._activation(self.dense(sequence_output))
         return ops.squeeze(self.prediction(hidden), axis=-1)  # [B, T]
 
     def compute_output_shape(self, sequence_output_shape):

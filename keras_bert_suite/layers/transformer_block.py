@@ -6,7 +6,7 @@ from keras import ops
 from keras_bert_suite.layers.attention import BertSelfAttention
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.layers.gather_rows import gather_rows
-from keras_bert_suite.layers.gelu import FEED_FORWARD_ACTIVATIONS
+from keras_bert_suite.layers.gelu import feed_forward_activation
 from keras_bert_suite.layers.lora_dense import LoraDense
 from keras_bert_suite.layers.initializer import BertInitializer
 
@@ -35,9 +35,6 @@ class TransformerBlock(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if activation not in FEED_FORWARD_ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(FEED_FORWARD_ACTIVATIONS)}, "
-                             f"got {activation!r}.")
         self.num_heads = num_heads
         self.hidden_dim = hidden_dim
         self.intermediate_dim = intermediate_dim
@@ -46,7 +43,7 @@ class TransformerBlock(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.head_dim = head_dim
         self.activation = activation
-        self._activation = FEED_FORWARD_ACTIVATIONS[activation]
+        self._activation = feed_forward_activation(activation)
 
         initializer = BertInitializer(stddev=initializer_range)
         policy = self.dtype_policy

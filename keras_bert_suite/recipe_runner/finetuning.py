@@ -21,9 +21,9 @@ import time
 
 from keras_bert_suite.recipe_runner.common import common_defaults, merged, recipe_optimizer
 from keras_bert_suite.recipe_runner.recipe_files import RecipeError, Schema
-from keras_bert_suite.storage import write_json
 from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.recipe_runner.task_data import task_module
+from keras_bert_suite.storage import write_json
 
 # The shared keys (recipe_runner/common.py) with fine-tuning's defaults: the embedded real
 # pretrained checkpoint (all-MiniLM-L6-v2), the top of the BERT paper's grid (2e-5 .. 5e-5)

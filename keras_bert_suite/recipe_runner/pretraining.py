@@ -25,8 +25,8 @@ import json
 from keras_bert_suite import storage
 from keras_bert_suite.recipe_runner.common import common_defaults, merged, recipe_optimizer
 from keras_bert_suite.recipe_runner.recipe_files import RecipeError, Schema
-from keras_bert_suite.storage import write_json
 from keras_bert_suite.recipe_runner.run import TrainingRun
+from keras_bert_suite.storage import write_json
 from keras_bert_suite.tasks.pretrainer.data.recipe_data import build_datasets, recipe_tokenizer
 
 # The shared keys (recipe_runner/common.py) with pretraining's defaults (BERT's 1e-4, a tiny

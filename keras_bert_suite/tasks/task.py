@@ -23,6 +23,7 @@ import keras
 import numpy as np
 
 from keras_bert_suite.layers.dropout import BertDropout
+from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
 from keras_bert_suite.tasks.model_base import BertModelBase, compile_arguments, is_auto
 from keras_bert_suite.text import task_inputs
@@ -408,6 +409,18 @@ class BertTask(BertModelBase, keras.Model):
         checkpoint = resolve_checkpoint(preset, load_weights=load_weights)
         return checkpoint, encoder_from_checkpoint(
             BertEncoder, checkpoint, preset, load_weights, **encoder_overrides)
+
+    def _load_heads(self, heads, weights, preset):
+        """Assigns each of `heads` ({head's name: its variables by canonical name}) from a
+        checkpoint's `weights` where the checkpoint has that head; a head it lacks stays
+        random, with a warning."""
+        for head, variables in heads.items():
+            if any(name in weights for name in variables):
+                weight_names.assign(variables, weights,
+                                    owner=f"{type(self).__name__} {head} head")
+            else:
+                logger.warning("Preset '%s' has no %s head weights: that head is randomly "
+                               "initialised.", preset, head)
 
     def preset_weights(self):
         """{canonical weight name: variable} written to the preset's model.weights.npz."""

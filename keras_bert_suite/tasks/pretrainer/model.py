@@ -1,7 +1,5 @@
 """BertPretrainer: the encoder plus BERT's two pretraining heads (masked LM, next sentence)."""
 
-import logging
-
 import keras
 
 from keras_bert_suite.layers.gather_rows import gather_rows
@@ -15,8 +13,6 @@ from keras_bert_suite.training.losses import MaskedLMLoss
 from keras_bert_suite.training.metrics import MaskedLMAccuracy, MaskedLMPerplexity
 from keras_bert_suite.training.optimizers import create_optimizer
 from keras_bert_suite.layers.initializer import BertInitializer
-
-logger = logging.getLogger(__name__)
 
 # Label names in `y` / `sample_weight` -> the output each one is scored against.
 LABEL_OUTPUTS = {"mlm_labels": "mlm_logits", "nsp_labels": "nsp_logits"}
@@ -228,12 +224,7 @@ class BertPretrainer(BertTask):
         if self.next_sentence_head is not None:
             heads["next sentence"] = weight_names.next_sentence_head_variables(
                 self.next_sentence_head)
-        for head, variables in heads.items():
-            if any(name in weights for name in variables):
-                weight_names.assign(variables, weights, owner=f"BertPretrainer {head} head")
-            else:
-                logger.warning("Preset '%s' has no %s head weights: that head is randomly "
-                               "initialised.", preset, head)
+        self._load_heads(heads, weights, preset)
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, sequence_length=None, preprocessor=None,

@@ -1,8 +1,6 @@
 """ReplacedTokenDetector: ELECTRA's discriminator, an encoder that tells for every token
 whether it is the original or a replacement."""
 
-import logging
-
 import keras
 
 from keras_bert_suite.layers.replaced_token_head import ReplacedTokenHead
@@ -13,7 +11,12 @@ from keras_bert_suite.tasks.task import (
 from keras_bert_suite.training.losses import ReplacedTokenLoss
 from keras_bert_suite.training.metrics import ReplacedTokenAccuracy
 
-logger = logging.getLogger(__name__)
+
+def _real_tokens(x, sample_weight):
+    """`sample_weight`, or by default the inputs' padding mask: padding counts for nothing."""
+    if sample_weight is None and isinstance(x, dict) and "padding_mask" in x:
+        return keras.ops.cast(x["padding_mask"], "float32")
+    return sample_weight
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -76,15 +79,12 @@ class ReplacedTokenDetector(BertTask):
         return [ReplacedTokenAccuracy()]
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        if sample_weight is None and isinstance(x, dict) and "padding_mask" in x:
-            sample_weight = keras.ops.cast(x["padding_mask"], "float32")  # real tokens only
-        return super().compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+        return super().compute_loss(x=x, y=y, y_pred=y_pred,
+                                    sample_weight=_real_tokens(x, sample_weight),
                                     training=training)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        if sample_weight is None and isinstance(x, dict) and "padding_mask" in x:
-            sample_weight = keras.ops.cast(x["padding_mask"], "float32")
-        return super().compute_metrics(x, y, y_pred, sample_weight=sample_weight)
+        return super().compute_metrics(x, y, y_pred, sample_weight=_real_tokens(x, sample_weight))
 
     # === Weights by name ===
 
@@ -102,11 +102,7 @@ class ReplacedTokenDetector(BertTask):
         checkpoint, encoder = cls._checkpoint_and_encoder(preset, load_weights,
                                                           encoder_overrides)
         detector = cls(encoder, preprocessor=preprocessor, **task_arguments)
-        variables = weight_names.replaced_token_head_variables(detector.replaced_token_head)
-        weights = checkpoint.weights or {}
-        if any(name in weights for name in variables):
-            weight_names.assign(variables, weights, owner="ReplacedTokenDetector head")
-        elif load_weights:
-            logger.warning("Preset '%s' has no replaced-token head weights: the head is "
-                           "randomly initialised.", preset)
+        if checkpoint.weights is not None:
+            detector._load_heads({"replaced-token": weight_names.replaced_token_head_variables(
+                detector.replaced_token_head)}, checkpoint.weights, preset)
         return detector
