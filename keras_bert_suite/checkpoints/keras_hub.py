@@ -98,10 +98,7 @@ def load(directory, load_weights=True):
     config = encoder_config(saved["config"])
     weights = None
     if load_weights:
-        weights_path = os.path.join(directory, WEIGHTS_FILE)
-        source = TensorSource(
-            *_dict_source(read_weights_h5(weights_path)), where=weights_path,
-            config_file=config_path)
+        source = weights_source(os.path.join(directory, WEIGHTS_FILE), config_path)
         weights = from_keras_hub(source, config)
         weights.update(_masked_lm_head(directory, config))
     task_head = _classifier_head(directory, config) if load_weights else None
@@ -150,8 +147,13 @@ def task_weights(directory, class_name):
     with open(task_path) as f:
         if json.load(f).get("class_name") != class_name:
             return None
+    return weights_source(weights_path, task_path)
+
+
+def weights_source(weights_path, config_path):
+    """A TensorSource over a KerasHub .weights.h5 file, by Keras variable path."""
     return TensorSource(*_dict_source(read_weights_h5(weights_path)), where=weights_path,
-                        config_file=task_path)
+                        config_file=config_path)
 
 
 def encoder_config(backbone_config):

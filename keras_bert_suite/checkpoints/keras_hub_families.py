@@ -42,7 +42,6 @@ import numpy as np
 from keras_bert_suite.checkpoints import keras_hub, split_heads, weight_table
 from keras_bert_suite.checkpoints.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
-from keras_bert_suite.checkpoints.tensors import TensorSource
 
 logger = logging.getLogger(__name__)
 
@@ -291,10 +290,8 @@ def load(directory, saved, load_weights=True):
     config = backbone.encoder_config(saved["config"])
     weights = task_head = None
     if load_weights:
-        weights_path = os.path.join(directory, keras_hub.WEIGHTS_FILE)
-        variables = keras_hub.read_weights_h5(weights_path)
-        source = TensorSource(list(variables), variables.__getitem__, where=weights_path,
-                              config_file=config_path)
+        source = keras_hub.weights_source(os.path.join(directory, keras_hub.WEIGHTS_FILE),
+                                          config_path)
         task_source = None if backbone.classifier is None else keras_hub.task_weights(
             directory, backbone.classifier)
         weights = from_keras_hub(backbone, source, config, task_source)
