@@ -22,7 +22,8 @@ class BertSelfAttention(keras.layers.Layer):
     training with attention dropout > 0 takes the explicit softmax path because the fused op
     has no dropout on the probabilities.
 
-    Inputs: `x` [B, T, H] and `attention_mask` [B, 1, 1, T] (True = attend); optionally
+    Inputs: `x` [B, T, H] and `attention_mask` [B, 1, 1, T] or, one row per query (packed
+    rows), [B, 1, T, T] ([B, 1, Q, T] with `queries`), True = attend; optionally
     `queries` [B, Q, H] to compute only Q output rows (the pretrainer's last layer: see
     `BertEncoder.encode_at`).
 

@@ -8,6 +8,7 @@ encoder's `embedding_dim`: this layer is then that wide."""
 import keras
 from keras import ops
 
+from keras_bert_suite.layers import packed_rows
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.layers.initializer import BertInitializer
 
@@ -17,7 +18,8 @@ class BertEmbeddings(keras.layers.Layer):
     """Sums token, segment and position embeddings, as in BERT section 3.
 
     Inputs: `token_ids` [B, T] and `segment_ids` [B, T], integers; `padding_mask` [B, T]
-    (1 = real token) when `position_offset` > 0.
+    (1 = real token, or a packed row's instance numbers: positions restart at each
+    instance, see layers/packed_rows.py), needed when `position_offset` > 0.
     Output: [B, T, hidden_dim].
 
     `num_segments=0`: no segment table (DistilBERT); `segment_ids` are then ignored.
@@ -81,17 +83,23 @@ class BertEmbeddings(keras.layers.Layer):
         return self.dropout_layer(self.layer_norm(x), training=training)
 
     def _positions(self, token_ids, padding_mask):
-        """[1, T, H] rows 0..T-1 of the table, or [B, T, H] rows counted from the padding
-        mask past `position_offset`."""
+        """[1, T, H] rows 0..T-1 of the table without a padding mask, else [B, T, H] rows
+        numbered within each instance of a packed row (layers/packed_rows.py; a 0/1 mask
+        reads rows 0..T-1 too), past `position_offset` counting real tokens only."""
         # Cast the rows read, not the whole table (a mixed-precision policy casts every call).
-        if not self.position_offset:
+        if padding_mask is None and not self.position_offset:
             rows = self.position_embedding[:ops.shape(token_ids)[1]][None]
         elif padding_mask is None:
             raise ValueError("BertEmbeddings with position_offset > 0 numbers positions "
                              "from the padding mask: pass padding_mask.")
+        elif not self.position_offset:
+            rows = ops.take(self.position_embedding, packed_rows.positions(padding_mask),
+                            axis=0)
         else:
-            mask = ops.cast(padding_mask, "int32")
-            positions = ops.cumsum(mask, axis=1) * mask + (self.position_offset - 1)  # [B, T]
+            real = ops.cast(ops.greater(ops.cast(padding_mask, "int32"), 0), "int32")
+            # Real token t: offset + its index within its instance; padding: offset - 1.
+            positions = (packed_rows.tokens_before_in_instance(padding_mask) + 1) * real + (
+                self.position_offset - 1)  # [B, T]
             rows = ops.take(self.position_embedding, positions, axis=0)
         return ops.cast(rows, self.compute_dtype)
 

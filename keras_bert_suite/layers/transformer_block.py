@@ -71,7 +71,9 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, x, attention_mask=None, training=None, positions=None):
-        """`positions` [B, Q]: compute the output at these rows of `x` only ([B, Q, H]).
+        """`attention_mask`: [B, 1, 1, T] (a key padding mask) or [B, 1, T, T] (one row per
+        query: packed rows), True = attend.
+        `positions` [B, Q]: compute the output at these rows of `x` only ([B, Q, H]).
 
         Every row's output depends on all of `x` through attention's keys and values only,
         so the rows at `positions` are exactly those of the full output; the query
@@ -80,6 +82,9 @@ class TransformerBlock(keras.layers.Layer):
         queries = None
         if positions is not None:
             queries = gather_rows(x, positions)
+            if attention_mask is not None and attention_mask.shape[2] != 1:
+                # A per-query mask ([B, 1, T, T], packed rows): the queries' rows of it.
+                attention_mask = gather_rows(attention_mask[:, 0], positions)[:, None]  # [B,1,Q,T]
         x = self._attention_sublayer(x, attention_mask, training, queries)  # [B, T or Q, H]
         hidden = self._activation(self.intermediate_dense(x))  # [B, T or Q, I]
         hidden = self.output_dense(hidden)

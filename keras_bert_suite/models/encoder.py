@@ -7,15 +7,10 @@ from typing import NamedTuple
 import keras
 from keras import ops
 
-from keras_bert_suite.layers import BertEmbeddings, TransformerBlock
+from keras_bert_suite.layers import BertEmbeddings, TransformerBlock, packed_rows
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.models import quantization, weight_names
 from keras_bert_suite.layers.initializer import BertInitializer
-
-
-def _attention_mask(padding_mask):
-    """[B, T] 1/0 padding mask -> [B, 1, 1, T] booleans (True = attend), as attention takes it."""
-    return ops.cast(padding_mask, "bool")[:, None, None, :]
 
 
 class EncoderParts(NamedTuple):
@@ -60,7 +55,7 @@ def _encode(parts, inputs, rows=None, training=None, before_block=None):
                          **context)  # [B, T, E]
     if parts.embedding_projection is not None:
         x = parts.embedding_projection(x)  # [B, T, H]
-    attention_mask = _attention_mask(inputs["padding_mask"])
+    attention_mask = packed_rows.attention_mask(inputs["padding_mask"])  # [B, 1, T, T]
     hidden_states = [x]
     last = (len(parts.layer_blocks) - 1, len(parts.layer_blocks[-1]) - 1) if parts.layer_blocks \
         else None
@@ -167,7 +162,9 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
     """The BERT encoder as a functional Keras model, and its family's as configurations.
 
     Inputs (a dict): `token_ids`, `segment_ids`, `padding_mask`, each [B, T] integers
-    (`padding_mask` is 1 for real tokens, 0 for padding).
+    (`padding_mask` is 1 for real tokens, 0 for padding; a packed row numbers its instances
+    1, 2, ... K instead: each attends to itself only and restarts its positions, see
+    `keras_bert_suite.layers.packed_rows`).
     Outputs (a dict): `sequence_output` [B, T, H], `pooled_output` [B, H] (the pooler dense
     on [CLS]) and, when `return_hidden_states=True`, `hidden_states` [B, L + 1, T, H] —
     the embedding output followed by every layer's output (with ALBERT's `layers_per_group`

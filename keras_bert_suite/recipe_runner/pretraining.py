@@ -59,6 +59,10 @@ DEFAULTS = merged(common_defaults(learning_rate=1e-4, warmup_fraction=0.0, num_t
         "eval_fraction": 0.0,
         "eval_tfrecords": None,
         "shuffle_buffer_size": 10000,
+        # Packed rows: up to this many instances share a row of sequence_length tokens
+        # (block-diagonal attention; each instance's losses are those it has alone), so
+        # short instances do not pay for padding. None: one instance per row.
+        "max_instances_per_row": None,
         # Worker processes of the Beam pipeline that turns a text corpus into instances
         # (default: one per CPU core).
         "num_workers": None,
@@ -131,7 +135,7 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
         pretrainer = BertPretrainer.from_preset(
             model_config["preset"], load_weights=model_config["load_weights"],
             next_sentence_prediction=model_config["next_sentence_prediction"],
-            encoder_overrides=overrides)
+            max_instances_per_row=data["max_instances_per_row"], encoder_overrides=overrides)
         if pretrainer.encoder.max_sequence_length < data["sequence_length"]:
             raise RecipeError(
                 f"data.sequence_length={data['sequence_length']} exceeds the model's "

@@ -292,3 +292,28 @@ def test_kbs_pretrain_trains_on_the_records(pipeline_output, tmp_path):
     history = summary["history"]
     assert [row["step"] for row in history] == [0, 2, 4]
     assert all(np.isfinite(row["val_loss"]) for row in history)
+
+
+def test_kbs_pretrain_packs_the_records_into_rows(pipeline_output, tmp_path):
+    """data.max_instances_per_row: the records' instances packed in the stream, 3 to a row."""
+    from keras_bert_suite import recipe_runner
+    from keras_bert_suite.tasks.pretrainer.data.recipe_data import build_datasets, recipe_tokenizer
+
+    output, _ = pipeline_output
+    recipe = recipe_runner.load_recipe("pretrain_cpu_smoke", overrides=[
+        'model.encoder_overrides={"num_layers": 1, "hidden_dim": 16, "num_heads": 2, '
+        '"intermediate_dim": 32, "max_sequence_length": 64, "dropout": 0.0}',
+        f'data.tfrecords="{output}/train-*.tfrecord"', "data.sequence_length=64",
+        "data.max_predictions_per_seq=10", "data.max_instances_per_row=3",
+        "training.batch_size=8", "training.num_train_steps=2",
+        "training.checkpoint_every_n_steps=2", "training.optimizer.num_warmup_steps=0"])
+    train, _ = build_datasets(recipe, recipe_tokenizer(recipe["model"]), log=lambda *_: None)
+    batches = list(train.take(10))
+    assert all(tuple(y["nsp_labels"].shape) == tuple(y["nsp_weights"].shape) == (8, 3)
+               for _, y in batches)
+    # Most instances fill their 64 tokens; the short ones share rows.
+    assert max(int(tf.reduce_max(x["padding_mask"])) for x, _ in batches) > 1
+    summary = recipe_runner.run_pretraining(recipe, str(tmp_path / "run"), verbose=0,
+                                            log=lambda *_: None)
+    assert summary["model"].max_instances_per_row == 3
+    assert np.isfinite(summary["history"][-1]["loss"])

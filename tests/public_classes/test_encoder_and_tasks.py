@@ -257,6 +257,18 @@ def test_bert_pretrainer_masked_lm_only():
     run_task_test(pretrainer, (x, y), expected_output_shape={"mlm_logits": (4, 3, VOCABULARY)})
 
 
+def test_bert_pretrainer_on_packed_rows():
+    """Two instances share rows 0 and 2 (padding_mask numbers them); NSP per instance."""
+    x, y = _pretraining_batch()
+    x["padding_mask"][0, 6:] = 2
+    x["padding_mask"][2, 5:] = 2
+    y["nsp_labels"] = np.array([[0, 1], [1, 0], [1, 1], [0, 0]], "int32")
+    y["nsp_weights"] = np.array([[1, 1], [1, 0], [1, 1], [1, 0]], "float32")
+    pretrainer = BertPretrainer(tiny_encoder(num_layers=2), max_instances_per_row=2)
+    run_task_test(pretrainer, (x, y), expected_output_shape={
+        "mlm_logits": (4, 3, VOCABULARY), "nsp_logits": (4, 2, 2)})
+
+
 # === Presets: from_preset, save_to_preset, from_preset ===
 
 

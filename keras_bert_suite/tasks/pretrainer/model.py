@@ -1,7 +1,11 @@
 """BertPretrainer: the encoder plus BERT's two pretraining heads (masked LM, next sentence)."""
 
-import keras
+import numbers
 
+import keras
+from keras import ops
+
+from keras_bert_suite.layers import packed_rows
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
@@ -37,11 +41,20 @@ def _link_perplexity(loss, weighted_metrics):
 
 def _pretraining_outputs(masked_lm_head, next_sentence_head, gathered, pooled):
     """{"mlm_logits": [B, P, V]} from the rows at the masked positions, and "nsp_logits"
-    [B, 2] from the pooled output when there is an NSP head."""
+    [B, 2] (packed rows: [B, K, 2]) from the pooled output when there is an NSP head."""
     outputs = {"mlm_logits": masked_lm_head(gathered)}
     if next_sentence_head is not None:
         outputs["nsp_logits"] = next_sentence_head(pooled)
     return outputs
+
+
+def _check_max_instances(max_instances_per_row):
+    if max_instances_per_row is not None and (
+            isinstance(max_instances_per_row, bool)
+            or not isinstance(max_instances_per_row, numbers.Integral)
+            or max_instances_per_row < 1):
+        raise ValueError(f"max_instances_per_row must be None (one instance per row) or a "
+                         f"positive integer (packed rows), got {max_instances_per_row!r}.")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -64,6 +77,14 @@ class BertPretrainer(BertTask):
     tf.data pipeline); for NumPy inputs Keras wants one sample weight per label, which is
     why they travel inside `y` by default.
 
+    Packed rows (`max_instances_per_row=K`): several instances share a row, `padding_mask`
+    numbering them 1, 2, ... (0 = padding; the encoder keeps them apart, see
+    `keras_bert_suite.layers.packed_rows`), `mask_positions` being row positions. The NSP
+    (ALBERT: sentence order) head then reads each instance's first token: `nsp_logits` is
+    [B, K, 2], with labels `nsp_labels` [B, K] and `nsp_weights` [B, K] (1.0 for an instance,
+    0.0 for an empty slot); the NSP loss is the mean over instances. So every instance's
+    losses are those it has alone in a row. `tasks/pretrainer/data/packing.py` packs them.
+
     A task like the others (`tasks/task.py`): `encoder=` or `backbone=`, compiled on
     construction, `from_preset` / `save_to_preset`. `compile()` defaults: AdamW as BERT (`training.create_optimizer`, constant 1e-4 unless an
     optimizer is given), MLM loss = cross-entropy averaged over the real predictions
@@ -78,6 +99,8 @@ class BertPretrainer(BertTask):
             does not apply it, since pretraining data come masked from the data pipeline.
         next_sentence_prediction: add the NSP head and its output (False = MLM only,
             RoBERTa style).
+        max_instances_per_row: None (one instance per row) or K, for packed rows of up to
+            K instances.
 
     Example (one batch of 2 sequences of 8 tokens, 2 masked positions each; real batches come
     from `tasks/pretrainer/`'s instances and masking):
@@ -102,7 +125,8 @@ class BertPretrainer(BertTask):
     task_name = "pretrainer"
 
     def __init__(self, encoder=None, preprocessor=None, next_sentence_prediction=True,
-                 backbone=None, **kwargs):
+                 backbone=None, max_instances_per_row=None, **kwargs):
+        _check_max_instances(max_instances_per_row)
         encoder = resolve_encoder(encoder, backbone)
         policy = encoder.layer_dtype_policy
         masked_lm_head = MaskedLMHead(
@@ -119,16 +143,26 @@ class BertPretrainer(BertTask):
         # === Functional graph ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in ENCODER_INPUTS + (MASK_POSITIONS,)}
-        # The last layer runs at [CLS] and the masked positions only (encode_at): the
-        # heads read nothing else, and those rows are exactly the full encoder's.
-        encoded = encoder.encode_at({name: inputs[name] for name in ENCODER_INPUTS},
-                                    inputs[MASK_POSITIONS])
-        outputs = _pretraining_outputs(masked_lm_head, next_sentence_head,
-                                       encoded["gathered_output"], encoded["pooled_output"])
+        # The last layer runs at [CLS] (every instance's, packed) and the masked positions
+        # only (encode_at): the heads read nothing else, and those rows are exactly the
+        # full encoder's.
+        encoder_inputs = {name: inputs[name] for name in ENCODER_INPUTS}
+        if max_instances_per_row is None:
+            encoded = encoder.encode_at(encoder_inputs, inputs[MASK_POSITIONS])
+            gathered, pooled = encoded["gathered_output"], encoded["pooled_output"]
+        else:
+            starts = packed_rows.instance_starts(inputs["padding_mask"],
+                                                 max_instances_per_row)  # [B, K]
+            rows = encoder.encode_at(encoder_inputs, ops.concatenate(
+                [starts, ops.cast(inputs[MASK_POSITIONS], "int32")], axis=1))["gathered_output"]
+            gathered = rows[:, max_instances_per_row:]  # [B, P, H]
+            pooled = encoder.pooler(rows[:, :max_instances_per_row])  # [B, K, H]
+        outputs = _pretraining_outputs(masked_lm_head, next_sentence_head, gathered, pooled)
         # BertTask names the outputs by their dict keys (sorted, as Keras flattens a dict),
         # so compile()'s loss / metric dicts and the labels line up by those names.
         super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
         self.next_sentence_prediction = next_sentence_prediction
+        self.max_instances_per_row = max_instances_per_row
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
         if not next_sentence_prediction:
@@ -138,9 +172,14 @@ class BertPretrainer(BertTask):
     def head_outputs(self, encoder_outputs, inputs):
         """The heads on a full encoder pass (the graph runs the last layer at the masked
         positions only; those rows are the same)."""
-        gathered = gather_rows(encoder_outputs["sequence_output"], inputs[MASK_POSITIONS])
+        sequence = encoder_outputs["sequence_output"]
+        gathered = gather_rows(sequence, inputs[MASK_POSITIONS])
+        pooled = encoder_outputs["pooled_output"]
+        if self.max_instances_per_row is not None:
+            pooled = self.encoder.pooler(gather_rows(sequence, packed_rows.instance_starts(
+                inputs["padding_mask"], self.max_instances_per_row)))  # [B, K, H]
         return _pretraining_outputs(self.masked_lm_head, self.next_sentence_head, gathered,
-                                    encoder_outputs["pooled_output"])
+                                    pooled)
 
     def _check_inputs(self, inputs):
         expected = ENCODER_INPUTS + (MASK_POSITIONS,)
@@ -158,8 +197,11 @@ class BertPretrainer(BertTask):
         # BERT's sum(w · CE) / sum(w): padded prediction slots do not dilute the loss.
         loss = {"mlm_logits": MaskedLMLoss(name="mlm_loss")}
         if self.next_sentence_prediction:
+            # Packed: the mean over the instances (nsp_weights 0 on empty slots).
+            reduction = ("sum_over_batch_size" if self.max_instances_per_row is None
+                         else "mean_with_sample_weight")
             loss["nsp_logits"] = keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True, name="nsp_loss")
+                from_logits=True, reduction=reduction, name="nsp_loss")
         return loss
 
     def default_weighted_metrics(self):
@@ -190,16 +232,18 @@ class BertPretrainer(BertTask):
         y = dict(y) if isinstance(y, dict) else {"mlm_labels": y}
         weights = dict(sample_weight) if isinstance(sample_weight, dict) else (
             {} if sample_weight is None else {"mlm_labels": sample_weight})
-        if "mlm_weights" in y:
-            if "mlm_labels" in weights:
-                raise ValueError("Give the masked-LM weights once: as y['mlm_weights'] or as "
-                                 "sample_weight['mlm_labels'], not both.")
-            weights["mlm_labels"] = y.pop("mlm_weights")
+        for name, label in (("mlm_weights", "mlm_labels"), ("nsp_weights", "nsp_labels")):
+            if name in y:
+                if label in weights:
+                    raise ValueError(f"Give the {label} weights once: as y['{name}'] or as "
+                                     f"sample_weight['{label}'], not both.")
+                weights[label] = y.pop(name)
         outputs = {label: output for label, output in LABEL_OUTPUTS.items()
                    if output in self.output_names}
         if set(y) != set(outputs):
             raise ValueError(
-                f"BertPretrainer expects labels {sorted(outputs)} (+ optional 'mlm_weights') "
+                f"BertPretrainer expects labels {sorted(outputs)} (+ optional 'mlm_weights', "
+                f"'nsp_weights') "
                 f"with next_sentence_prediction={self.next_sentence_prediction}; got {sorted(y)}.")
         y = {output: y[label] for label, output in outputs.items()}
         if weights:
@@ -259,5 +303,6 @@ class BertPretrainer(BertTask):
     # === Serialization ===
 
     def get_config(self):
-        return {**super().get_config(), "next_sentence_prediction": self.next_sentence_prediction}
+        return {**super().get_config(), "next_sentence_prediction": self.next_sentence_prediction,
+                "max_instances_per_row": self.max_instances_per_row}
 

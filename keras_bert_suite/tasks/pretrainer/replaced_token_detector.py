@@ -13,9 +13,10 @@ from keras_bert_suite.training.metrics import ReplacedTokenAccuracy
 
 
 def _real_tokens(x, sample_weight):
-    """`sample_weight`, or by default the inputs' padding mask: padding counts for nothing."""
+    """`sample_weight`, or by default the inputs' padding mask: padding counts for nothing
+    (and every real token once, in a packed row's instances 2, 3, ... too)."""
     if sample_weight is None and isinstance(x, dict) and "padding_mask" in x:
-        return keras.ops.cast(x["padding_mask"], "float32")
+        return keras.ops.cast(keras.ops.greater(x["padding_mask"], 0), "float32")
     return sample_weight
 
 

@@ -39,6 +39,9 @@ def add_command(commands):
         help="MLM-only instances of contiguous text")
     add("--unmasked", action="store_true",
         help="write no masks (for dynamic masking, as `kbs pretrain` does)")
+    add("--max_instances_per_row", type=int, default=None,
+        help="pack up to this many instances into each record (the packed schema, "
+             "docs/pretraining.md); default one instance per record")
     add("--eval_fraction", type=float, default=0.0, help="documents held out into eval-*")
     add("--bucket_mb", type=float, default=corpus_buckets.DEFAULT_BUCKET_BYTES / 2**20,
         help="text per bucket; random-next segments come from the same bucket")
@@ -71,7 +74,8 @@ def run(args):
         next_sentence_prediction=not args.no_next_sentence_prediction,
         static_masking=not args.unmasked, eval_fraction=args.eval_fraction,
         bucket_bytes=max(1, int(args.bucket_mb * 2**20)), seed=args.random_seed,
-        num_workers=args.num_workers, pipeline_args=args.pipeline_args)
+        num_workers=args.num_workers, pipeline_args=args.pipeline_args,
+        max_instances_per_row=args.max_instances_per_row)
 
 
 def _bool(text):

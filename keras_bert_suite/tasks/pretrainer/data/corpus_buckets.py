@@ -54,6 +54,9 @@ class PretrainingDataSettings:
     eval_fraction: float = 0.0
     bucket_bytes: int = DEFAULT_BUCKET_BYTES
     seed: int = 12345
+    # None: one instance per record (the original schema); K: packed rows of up to K
+    # instances (the packed schema, tfrecords.py).
+    max_instances_per_row: int = None
 
     def describe(self):
         """JSON-ready settings (the vocabulary as its size)."""
@@ -148,8 +151,11 @@ class BucketWriter:
             statistics["random_next"] += instance.is_random_next
             statistics["instance_tokens"] += len(instance.token_ids)
             statistics["masked_positions"] += len(instance.masked_lm_positions)
-            records.append(serialize(instance, s))
+            records.append(instance if s.max_instances_per_row else serialize(instance, s))
         rng.shuffle(records)
+        if s.max_instances_per_row:
+            records = packed_records(records, s)
+            statistics[f"{split}_rows"] += len(records)
         path = f"{self.output_dir}/{split}-{name}.tfrecord"
         write_records(path, records)
         statistics["shards"] += 1
@@ -164,6 +170,22 @@ def serialize(instance, settings):
     example = instance_to_example(instance, settings.sequence_length,
                                   settings.max_predictions_per_seq)
     return example.SerializeToString(deterministic=True)
+
+
+def packed_records(instances, settings):
+    """Instances (in the order given) -> serialized packed rows (packing.py, first-fit)."""
+    import tensorflow as tf
+
+    from keras_bert_suite.tasks.pretrainer.data.packing import instance_features, pack_instances
+    from keras_bert_suite.tasks.pretrainer.data.tfrecords import packed_row_to_example
+
+    s = settings
+    features = instance_features(instances, s.sequence_length, s.max_predictions_per_seq,
+                                 masked=s.static_masking)
+    rows = pack_instances(tf.data.Dataset.from_tensor_slices(features), s.sequence_length,
+                          s.max_instances_per_row, s.max_predictions_per_seq, s.masked_lm_prob)
+    return [packed_row_to_example(row, s.max_predictions_per_seq).SerializeToString(
+        deterministic=True) for row in rows.as_numpy_iterator()]
 
 
 def write_records(path, records):

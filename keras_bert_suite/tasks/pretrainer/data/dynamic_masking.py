@@ -8,8 +8,10 @@ Input: a dict (one example [L] or a batch [B, L]) with
     token_ids     int  unmasked ids, e.g. from the packer or from TFRecords written with
                        `static_masking=False` (for masked files, see restore_unmasked_ids)
     segment_ids   int
-    padding_mask  int/bool  1 = real token
-    nsp_labels    int [] / [B]  (optional; passed through when present)
+    padding_mask  int/bool  1 = real token (packed rows: the instance numbers 1, 2, ...,
+                  packing.py)
+    nsp_labels    int [] / [B]  (optional; passed through when present; packed: [K] / [B, K]
+                  with nsp_weights, passed through too)
 
 Output: `(x, y)`, P = max_predictions_per_seq:
     x["token_ids"]      int32 [B, L]  masked ids
@@ -22,7 +24,8 @@ Output: `(x, y)`, P = max_predictions_per_seq:
 
 Selection follows masking.py (the original's rules) with core TF ops:
 * eligible: real tokens (padding_mask) that are not [CLS], [SEP] or [PAD];
-* per row, `num_to_predict = min(P, max(1, round(num_real_tokens * mask_selection_rate)))`;
+* per instance (a row, or each instance of a packed row),
+  `num_to_predict = min(P, max(1, round(num_real_tokens * mask_selection_rate)))`;
 * units (tokens, or whole words with `whole_word_masking`: a piece that continues a word by
   the tokenizer's rule, "##" in WordPiece, joins the word before it) are taken in a random order while the running count stays <= num_to_predict. Unlike the
   original, which skips a word that does not fit and tries later ones, the first word that
@@ -89,6 +92,8 @@ class DynamicMasker:
         y = {"mlm_labels": labels, "mlm_weights": weights}
         if "nsp_labels" in features:
             y["nsp_labels"] = expand(tf.cast(features["nsp_labels"], tf.int32))
+        if "nsp_weights" in features:
+            y["nsp_weights"] = expand(tf.cast(features["nsp_weights"], tf.float32))
         if unbatched:
             x = {k: v[0] for k, v in x.items()}
             y = {k: v[0] for k, v in y.items()}
@@ -103,9 +108,16 @@ class DynamicMasker:
         special = tf.reduce_any(
             token_ids[..., None] == tf.constant(self.special_token_ids, tf.int32), axis=-1)
         eligible = (padding_mask > 0) & ~special  # [B, L]
-        num_real = tf.reduce_sum(padding_mask, axis=1)  # [B]
-        num_to_predict = tf.minimum(num_predictions, tf.maximum(1, tf.cast(tf.round(
-            tf.cast(num_real, tf.float32) * self.mask_selection_rate), tf.int32)))  # [B]
+        # Per instance k of each row (k = the padding mask's value; 0 = padding).
+        instance_segments = padding_mask + tf.range(batch)[:, None] * (length + 1)  # [B, L]
+
+        def per_instance(values, segments=instance_segments):  # -> [B, L + 1] sums
+            return tf.reshape(tf.math.unsorted_segment_sum(values, segments, batch * (length + 1)),
+                              [batch, length + 1])
+
+        num_to_predict = predictions_per_instance(  # [B, L + 1]
+            per_instance(tf.cast(padding_mask > 0, tf.int32)), self.mask_selection_rate,
+            num_predictions)
 
         # Units: a unit starts at every eligible token that does not continue a word.
         starts = eligible
@@ -120,12 +132,26 @@ class DynamicMasker:
             tf.ones([batch * length], tf.int32), tf.reshape(flat_unit, [-1]),
             batch * length + 1)[:-1],
             [batch, length])  # [B, L] tokens per unit slot
-        candidate = (unit_length > 0) & (unit_length <= num_to_predict[:, None])
+        unit_instance = tf.maximum(0, tf.reshape(tf.math.unsorted_segment_max(
+            tf.reshape(padding_mask, [-1]), tf.reshape(flat_unit, [-1]),
+            batch * length + 1)[:-1], [batch, length]))  # [B, L] each unit slot's instance
+        quota = tf.gather(num_to_predict, unit_instance, batch_dims=1)  # [B, L]
+        candidate = (unit_length > 0) & (unit_length <= quota)
         score = tf.random.stateless_uniform([batch, length], select_seed)
         order = tf.argsort(tf.where(candidate, score, 2.0), axis=1)  # [B, L] random unit order
-        taken = tf.cumsum(tf.gather(unit_length * tf.cast(candidate, tf.int32), order,
-                                    batch_dims=1), axis=1)
-        chosen_sorted = (taken <= num_to_predict[:, None]) & tf.gather(
+        # ... grouped by instance (a stable sort keeps each one's random order).
+        order = tf.gather(order, tf.argsort(tf.gather(unit_instance, order, batch_dims=1),
+                                            axis=1, stable=True), batch_dims=1)
+        candidate_length = unit_length * tf.cast(candidate, tf.int32)
+        # Tokens taken by the instance's units so far: the running count less the units of
+        # the instances before it.
+        before = tf.cumsum(per_instance(tf.reshape(candidate_length, [-1]), tf.reshape(
+            unit_instance + tf.range(batch)[:, None] * (length + 1), [-1])), axis=1,
+            exclusive=True)  # [B, L + 1]
+        instance_sorted = tf.gather(unit_instance, order, batch_dims=1)
+        taken = tf.cumsum(tf.gather(candidate_length, order, batch_dims=1), axis=1) - tf.gather(
+            before, instance_sorted, batch_dims=1)
+        chosen_sorted = (taken <= tf.gather(quota, order, batch_dims=1)) & tf.gather(
             candidate, order, batch_dims=1)
         chosen_unit = tf.gather(chosen_sorted, tf.argsort(order, axis=1), batch_dims=1)
         selected = tf.gather(chosen_unit, unit, batch_dims=1) & eligible  # [B, L]
@@ -147,6 +173,14 @@ class DynamicMasker:
         to_random = selected & ~to_mask & (draw < self.mask_token_rate + self.random_token_rate)
         masked = tf.where(to_mask, self.mask_token_id, tf.where(to_random, random_ids, token_ids))
         return masked, positions, labels, weights
+
+
+def predictions_per_instance(num_real_tokens, mask_selection_rate, max_predictions):
+    """How many tokens an instance of `num_real_tokens` has masked (at most):
+    min(P, max(1, round(n * rate))), elementwise on an int tensor or array."""
+    rounded = tf.cast(tf.round(tf.cast(num_real_tokens, tf.float32) * mask_selection_rate),
+                      tf.int32)
+    return tf.minimum(max_predictions, tf.maximum(1, rounded))
 
 
 def apply_dynamic_masking(dataset, masker, seed=None):

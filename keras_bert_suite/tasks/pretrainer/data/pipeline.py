@@ -49,7 +49,7 @@ def create_pretraining_data(
         random_token_rate=0.1, dupe_factor=10, short_seq_prob=0.1, whole_word_masking=False,
         next_sentence_prediction=True, static_masking=True, eval_fraction=0.0,
         bucket_bytes=corpus_buckets.DEFAULT_BUCKET_BYTES, seed=12345, num_workers=None,
-        pipeline_args=(), tokenizer=None, log=print):
+        pipeline_args=(), tokenizer=None, max_instances_per_row=None, log=print):
     """Runs the pipeline; returns the statistics (also written to `statistics.json`).
 
     Args:
@@ -73,6 +73,9 @@ def create_pretraining_data(
             `pipeline_args` name another runner.
         pipeline_args: Beam pipeline options (list of "--flag=value").
         tokenizer: a BertTokenizer to use instead of `vocabulary` / `tokenizer_preset`.
+        max_instances_per_row: None writes one instance per record (the original schema);
+            K packs up to K instances into each record of `sequence_length` tokens (the
+            packed schema, tfrecords.py), first-fit in each shard's shuffled order.
     """
     import tensorflow as tf
 
@@ -82,6 +85,10 @@ def create_pretraining_data(
     document_io.check_layout(layout)
     instance_lib.check_instance_settings(sequence_length, dupe_factor, short_seq_prob,
                                          next_sentence_prediction)
+    if max_instances_per_row is not None:
+        from keras_bert_suite.tasks.pretrainer.data.packing import check_packing
+
+        check_packing(sequence_length, max_instances_per_row, max_predictions_per_seq)
     if not 0.0 <= eval_fraction < 1.0:
         raise ValueError(f"eval_fraction must be in [0, 1), got {eval_fraction!r}.")
     if not isinstance(bucket_bytes, int) or bucket_bytes < 1:
@@ -103,7 +110,8 @@ def create_pretraining_data(
         random_token_rate=random_token_rate, dupe_factor=dupe_factor,
         short_seq_prob=short_seq_prob, whole_word_masking=whole_word_masking,
         next_sentence_prediction=next_sentence_prediction, static_masking=static_masking,
-        eval_fraction=eval_fraction, bucket_bytes=bucket_bytes, seed=seed)
+        eval_fraction=eval_fraction, bucket_bytes=bucket_bytes, seed=seed,
+        max_instances_per_row=max_instances_per_row)
 
     output_dir = output_dir.rstrip("/")
     tf.io.gfile.makedirs(output_dir)

@@ -51,13 +51,22 @@ def split_files(files, eval_fraction, seed):
 def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log, cache_dir):
     """An unbatched tf.data of unmasked feature dicts, and how many examples (None: unknown)."""
     from keras_bert_suite.tasks.pretrainer.data.tfrecords import (
+        is_packed_tfrecord,
         read_pretraining_tfrecords,
         restore_unmasked_ids,
     )
 
     if tfrecords is not None:
+        packed = None
+        if is_packed_tfrecord(tfrecords):
+            packed = data["max_instances_per_row"]
+            if packed is None:
+                raise RecipeError(
+                    f"{tfrecords!r} holds packed rows: set data.max_instances_per_row to the "
+                    f"max_instances_per_row they were written with.")
         dataset = read_pretraining_tfrecords(
-            tfrecords, data["sequence_length"], data["max_predictions_per_seq"], shuffle=False)
+            tfrecords, data["sequence_length"], data["max_predictions_per_seq"], shuffle=False,
+            max_instances_per_row=packed)
         # The files may be statically masked (google-research/bert's are): unmask, then mask
         # afresh each pass.
         return dataset.map(lambda f: {**f, "token_ids": restore_unmasked_ids(f)}), None
@@ -115,11 +124,20 @@ def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=N
     `distribution`, each worker reads its own share (by file for TFRecords, else by element).
 
     A text corpus is turned into unmasked instances in `cache_dir` (train/ and eval/; default a
-    new temporary directory) by `create_pretraining_data`, then streamed."""
+    new temporary directory) by `create_pretraining_data`, then streamed. With
+    `data.max_instances_per_row` the instances are packed into rows (packing.py) after the
+    shuffle and before masking; TFRecords written packed are read as they are."""
     from keras_bert_suite.tasks.pretrainer.data.dynamic_masking import DynamicMasker, apply_dynamic_masking
+    from keras_bert_suite.tasks.pretrainer.data.packing import check_packing, pack_instances
 
     data, training = recipe["data"], recipe["training"]
     nsp = recipe["model"]["next_sentence_prediction"]
+    if data["max_instances_per_row"] is not None:
+        try:
+            check_packing(data["sequence_length"], data["max_instances_per_row"],
+                          data["max_predictions_per_seq"])
+        except ValueError as error:
+            raise RecipeError(f"data.max_instances_per_row: {error}") from None
     masker = DynamicMasker.from_tokenizer(
         tokenizer, max_predictions_per_seq=data["max_predictions_per_seq"],
         mask_selection_rate=data["masked_lm_prob"],
@@ -138,12 +156,18 @@ def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=N
         if train:
             dataset = dataset.shuffle(data["shuffle_buffer_size"], seed=data["seed"],
                                       reshuffle_each_iteration=True).repeat()
+        if data["max_instances_per_row"] is not None and dataset.element_spec["nsp_labels"].shape.rank == 0:
+            # One instance per record: packed here (new neighbours every pass when shuffled).
+            dataset = pack_instances(dataset, data["sequence_length"],
+                                     data["max_instances_per_row"],
+                                     data["max_predictions_per_seq"], data["masked_lm_prob"])
         # keras.distribution splits every batch evenly over devices (and hosts): a short
         # evaluation batch would not split, so evaluation takes whole batches there too.
         whole = train or (distribution is not None and distribution.keras_distribution is not None)
         dataset = dataset.batch(batch_size, drop_remainder=whole)
         if not nsp:
-            dataset = dataset.map(lambda f: {k: v for k, v in f.items() if k != "nsp_labels"})
+            dataset = dataset.map(lambda f: {k: v for k, v in f.items()
+                                             if k not in ("nsp_labels", "nsp_weights")})
         return apply_dynamic_masking(dataset, masker, seed=data["seed"])
 
     if cache_dir is None and data["tfrecords"] is None:

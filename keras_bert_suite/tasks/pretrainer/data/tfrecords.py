@@ -16,7 +16,20 @@ unchanged. One `tf.train.Example` per instance (L = sequence_length, P = max_pre
 The reader renames them to this library's names (flat dict, int32 except the weights):
 
     token_ids [L], padding_mask [L], segment_ids [L], mask_positions [P], mlm_labels [P],
-    mlm_weights [P] float32, nsp_labels [] 
+    mlm_weights [P] float32, nsp_labels []
+
+PACKED rows (`kbs create-pretraining-data --max_instances_per_row K`, packing.py): several
+instances in one record, K = max_instances_per_row. The same features, except:
+
+    instance_ids           int64 [L]  the instance number 1, 2, ... K of every token, 0 on
+                                      padding (in place of input_mask, so that a reader of
+                                      the original schema fails on it instead of misreading it)
+    masked_lm_positions    int64 [P]  positions in the row (each instance's after the other's)
+    next_sentence_labels   int64 [K]  per instance, 0 for an empty slot
+    next_sentence_weights  float [K]  1.0 for an instance, 0.0 for an empty slot
+
+read with `read_pretraining_tfrecords(..., max_instances_per_row=K)` as padding_mask [L]
+(instance numbers), nsp_labels [K] and nsp_weights [K].
 
 `pretraining_model_inputs` turns that into `(x, y)` for BertPretrainer.fit (see
 dynamic_masking.py for the same layout with fresh masks each epoch). Reading streams: files are
@@ -32,6 +45,9 @@ FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions"
 RENAMES = {"input_ids": "token_ids", "input_mask": "padding_mask", "segment_ids": "segment_ids",
            "masked_lm_positions": "mask_positions", "masked_lm_ids": "mlm_labels",
            "masked_lm_weights": "mlm_weights", "next_sentence_labels": "nsp_labels"}
+# The packed schema's (see the module doc).
+PACKED_RENAMES = {**{name: ours for name, ours in RENAMES.items() if name != "input_mask"},
+                  "instance_ids": "padding_mask", "next_sentence_weights": "nsp_weights"}
 
 
 def instance_to_example(instance, sequence_length=128, max_predictions_per_seq=20):
@@ -61,6 +77,23 @@ def instance_to_example(instance, sequence_length=128, max_predictions_per_seq=2
         "next_sentence_labels": ints([1 if instance.is_random_next else 0]),
     }
     return tf.train.Example(features=tf.train.Features(feature=features))
+
+
+def packed_row_to_example(row, max_predictions_per_seq=20):
+    """A packed row (packing.py's dict of arrays, our names) -> tf.train.Example in the
+    packed schema; an unmasked row (no `mask_positions`) gets 0-padded predictions."""
+    zeros = [0] * max_predictions_per_seq
+    row = {"mask_positions": zeros, "mlm_labels": zeros,
+           "mlm_weights": [0.0] * max_predictions_per_seq, **row}
+
+    def feature(values):
+        values = [value.item() if hasattr(value, "item") else value for value in values]
+        if values and isinstance(values[0], float):
+            return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+    return tf.train.Example(features=tf.train.Features(feature={
+        name: feature(list(row[ours])) for name, ours in PACKED_RENAMES.items()}))
 
 
 def write_pretraining_tfrecords(instances, output_files, sequence_length=128,
@@ -99,17 +132,46 @@ def feature_spec(sequence_length=128, max_predictions_per_seq=20):
     }
 
 
-def parse_pretraining_example(serialized, sequence_length=128, max_predictions_per_seq=20):
-    """A serialized Example (original schema) -> flat dict with our names (see module doc)."""
-    parsed = tf.io.parse_single_example(
-        serialized, feature_spec(sequence_length, max_predictions_per_seq))
+def packed_feature_spec(sequence_length=128, max_predictions_per_seq=20,
+                        max_instances_per_row=3):
+    """The `tf.io.parse_single_example` spec of the packed schema."""
+    spec = feature_spec(sequence_length, max_predictions_per_seq)
+    spec["instance_ids"] = spec.pop("input_mask")
+    spec["next_sentence_labels"] = tf.io.FixedLenFeature([max_instances_per_row], tf.int64)
+    spec["next_sentence_weights"] = tf.io.FixedLenFeature([max_instances_per_row], tf.float32)
+    return spec
+
+
+def parse_pretraining_example(serialized, sequence_length=128, max_predictions_per_seq=20,
+                              max_instances_per_row=None):
+    """A serialized Example -> flat dict with our names (see module doc): the original schema,
+    or the packed one with `max_instances_per_row`."""
+    if max_instances_per_row is None:
+        spec, renames = feature_spec(sequence_length, max_predictions_per_seq), RENAMES
+    else:
+        spec = packed_feature_spec(sequence_length, max_predictions_per_seq,
+                                   max_instances_per_row)
+        renames = PACKED_RENAMES
+    parsed = tf.io.parse_single_example(serialized, spec)
     out = {}
     for name, value in parsed.items():
         if value.dtype == tf.int64:
             value = tf.cast(value, tf.int32)
-        out[RENAMES[name]] = value
-    out["nsp_labels"] = out["nsp_labels"][0]
+        out[renames[name]] = value
+    if max_instances_per_row is None:
+        out["nsp_labels"] = out["nsp_labels"][0]
     return out
+
+
+def is_packed_tfrecord(file_patterns):
+    """True when the first record of the files is in the packed schema."""
+    if isinstance(file_patterns, str):
+        file_patterns = [file_patterns]
+    files = sorted({path for pattern in file_patterns for path in tf.io.gfile.glob(pattern)})
+    for record in tf.data.TFRecordDataset(files[:1]).take(1):
+        example = tf.train.Example.FromString(record.numpy())
+        return "instance_ids" in example.features.feature
+    return False
 
 
 def restore_unmasked_ids(features):
@@ -134,15 +196,17 @@ def pretraining_model_inputs(features):
     mask_positions; y = mlm_labels, mlm_weights, nsp_labels."""
     x = {name: features[name]
          for name in ("token_ids", "segment_ids", "padding_mask", "mask_positions")}
-    y = {name: features[name] for name in ("mlm_labels", "mlm_weights", "nsp_labels")
+    y = {name: features[name] for name in ("mlm_labels", "mlm_weights", "nsp_labels",
+                                           "nsp_weights")
          if name in features}
     return x, y
 
 
 def read_pretraining_tfrecords(file_patterns, sequence_length=128, max_predictions_per_seq=20,
                                shuffle=True, shuffle_buffer_size=10_000, cycle_length=4,
-                               repeat=False, seed=None):
-    """Streams pretraining TFRecords (original schema) as flat dicts with our names.
+                               repeat=False, seed=None, max_instances_per_row=None):
+    """Streams pretraining TFRecords (original schema; the packed one with
+    `max_instances_per_row`) as flat dicts with our names.
 
     Args:
         file_patterns: a path/glob or a list of them (sharded input).
@@ -170,5 +234,6 @@ def read_pretraining_tfrecords(file_patterns, sequence_length=128, max_predictio
     if shuffle:
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     return dataset.map(
-        lambda record: parse_pretraining_example(record, sequence_length, max_predictions_per_seq),
+        lambda record: parse_pretraining_example(record, sequence_length, max_predictions_per_seq,
+                                                 max_instances_per_row),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None or not shuffle)
