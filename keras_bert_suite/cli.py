@@ -18,7 +18,8 @@ def _presets(args):
 def _demo(args):
     from keras_bert_suite import demo
 
-    demo.run(num_sentences=args.sentences, sentiment_overrides=args.set)
+    demo.run(num_sentences=args.sentences, sentiment_overrides=args.set,
+             compare_fixed_length=not args.skip_fixed_length)
 
 
 # `kbs convert --to` formats written from a model (the rest: our preset, from a checkpoint).
@@ -208,6 +209,9 @@ def build_parser():
     demo.add_argument("--sentences", type=int, default=2000)
     demo.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                       help="override a value of the sentiment recipe (e.g. training.epochs=2)")
+    demo.add_argument("--skip_fixed_length", action="store_true",
+                      help="skip the fixed-length fine-tune that measures what length buckets "
+                           "save")
     demo.set_defaults(run=_demo)
 
     convert = commands.add_parser(

@@ -31,7 +31,7 @@ ARROWS = {
     # writes its tokenizer's files.
     "families": {"checkpoints"},
     "checkpoints": {"families", "text"},
-    "text": {"checkpoints"},
+    "text": {"checkpoints", "names"},
     "training": {"storage", "backend_kernels", "keras_compat"},
     "layers": {"backend_kernels", "keras_compat"},
     "serving": {"names"},

@@ -63,6 +63,12 @@ DEFAULTS = merged(common_defaults(learning_rate=5e-5, warmup_fraction=0.1, num_t
         # train (null: full fine-tuning). lora_alpha scales them by alpha / rank (null: rank).
         "lora_rank": None,
         "lora_alpha": None,
+        # Length buckets: each batch is cut to its longest row rounded up to one of these
+        # lengths ("auto": 16, 24, 32, 48, 64, ...; null: every batch padded to
+        # data.sequence_length, as on a TPU, which always gets that), with the rows of
+        # group_by_length batches sorted by length before batching (0: plain shuffle).
+        "bucket_boundaries": "auto",
+        "group_by_length": 50,
     },
     "evaluation": {
         "batch_size": 64,

@@ -41,3 +41,22 @@ def data_files(data, task, builtin, file_kind):
         raise RecipeError(f"A {task} recipe needs {sets}data.train_file and data.eval_file "
                           f"({file_kind}).")
     return data["train_file"], data["eval_file"]
+
+
+def training_batching(recipe):
+    """How a fine-tuning recipe batches its training rows, as `bucketed_batches` arguments:
+    {"boundaries": length buckets or None, "group_batches": batches per length-sorted
+    group}. `training.bucket_boundaries` ("auto", a list of lengths, or null for
+    fixed-length batches) and `training.group_by_length`; a TPU keeps fixed-length batches
+    (XLA on a TPU compiles one program per shape, and wants static shapes)."""
+    from keras_bert_suite.text.length_buckets import bucket_boundaries
+
+    training = recipe["training"]
+    boundaries = training["bucket_boundaries"]
+    if boundaries is None or recipe["distribution"]["strategy"] == "tpu":
+        return {"boundaries": None, "group_batches": 0}
+    try:
+        boundaries = bucket_boundaries(recipe["data"]["sequence_length"], boundaries)
+    except ValueError as error:
+        raise RecipeError(f"training.bucket_boundaries: {error}") from None
+    return {"boundaries": boundaries, "group_batches": training["group_by_length"] or 0}

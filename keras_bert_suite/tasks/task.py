@@ -5,11 +5,15 @@
 * inputs: the encoder's dict {"token_ids", "segment_ids", "padding_mask"}, int32 [B, T]
   ([B, C, T] for multiple choice), checked with errors that say what to pass instead;
 * raw text in `fit` / `evaluate` / `predict` when a preprocessor is set: text in memory is
-  preprocessed once into rows that Keras batches and shuffles (`batch_size` counts rows:
+  preprocessed once into rows, batched and shuffled every epoch (`batch_size` counts rows:
   windows for the span labeler, sentence chunks for the token classifier), a
   `tf.data.Dataset` of text is mapped in tf.data (as KerasHub's Task does); tasks whose
   rows are windows (span labeler, token classifier) return their postprocessed answers from
   `predict` on raw text;
+* length buckets on raw text (`bucket_boundaries="auto"`, text/length_buckets.py): each
+  batch is cut to its longest row rounded up to a bucket boundary instead of padding to
+  `sequence_length`, and `fit` groups rows of similar length (`group_by_length` batches per
+  group); `bucket_boundaries=None` keeps fixed-length batches (TPUs);
 * `serving_signatures()`: what export traces into the SavedModel (raw text in);
 * `get_config` / `from_config` / `.keras` round trip; `from_preset` and `save_to_preset`.
 """
@@ -26,7 +30,7 @@ from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
 from keras_bert_suite.tasks.model_base import BertModelBase, compile_arguments, is_auto
-from keras_bert_suite.text import task_inputs
+from keras_bert_suite.text import length_buckets, task_inputs
 from keras_bert_suite.text.preprocessor import BertPreprocessor
 from keras_bert_suite.training.optimizers import build_optimizer_before_tracing, create_optimizer
 from keras_bert_suite.layers.initializer import BertInitializer
@@ -84,6 +88,10 @@ class BertTask(BertModelBase, keras.Model):
 
     # [B, T] inputs; BertMultipleChoice takes [B, C, T].
     input_rank = 2
+    # Labels (and sample weights) with one entry per token: cut with a batch's length bucket.
+    labels_per_token = False
+    # Outputs with one entry per token: `predict` keeps sequence_length so batches line up.
+    outputs_per_token = False
     input_legend = "[batch, sequence_length]"
 
     # The attribute holding the head's Dense layer, which other libraries' task checkpoints
@@ -173,45 +181,91 @@ class BertTask(BertModelBase, keras.Model):
                                                verbose=verbose)
 
     def keras_data(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
-                   verbose=0):
+                   verbose=0, bucket_boundaries=None, group_by_length=0, sort_by_length=False,
+                   return_order=False):
         """`(x, y, sample_weight, batch_size, shuffle)` for Keras' own fit / evaluate /
-        predict, with raw text preprocessed (see `_text_pipeline`)."""
+        predict, with raw text preprocessed (see `_text_pipeline`) and, with
+        `bucket_boundaries` ("auto" or lengths), batched in length buckets
+        (text/length_buckets.py): shuffled in groups of `group_by_length` length-sorted
+        batches, or, with `sort_by_length` (evaluate, predict), all rows sorted by length
+        (`return_order=True` adds the order of the rows, or None when they keep the
+        caller's)."""
         pipeline = self._text_pipeline(x, y, sample_weight, batch_size, verbose=verbose)
         if pipeline is None:
             if task_inputs.is_dataset(x):
                 shuffle = False  # a dataset shuffles itself; Keras would only warn
-            return x, y, sample_weight, batch_size, shuffle
+            return (x, y, sample_weight, batch_size, shuffle) + ((None,) if return_order else ())
         if task_inputs.is_dataset(pipeline):
-            return pipeline, None, None, None, False
+            boundaries = self._boundaries(pipeline.element_spec, bucket_boundaries)
+            if boundaries is not None:
+                pipeline = pipeline.map(
+                    lambda *batch: length_buckets.cut_to_bucket(
+                        batch if len(batch) > 1 else batch[0], boundaries,
+                        self.labels_per_token))
+            return (pipeline, None, None, None, False) + ((None,) if return_order else ())
         inputs, labels, weights = pipeline
-        return inputs, labels, weights, batch_size or 32, shuffle
+        batch_size = batch_size or 32
+        boundaries = self._boundaries(inputs, bucket_boundaries)
+        if boundaries is None:
+            return (inputs, labels, weights, batch_size, shuffle) + (
+                (None,) if return_order else ())
+        rows = tuple(part for part in (inputs, labels, weights) if part is not None)
+        order = None
+        if sort_by_length:  # evaluate / predict: sorted by length, so batches cut the most
+            order = np.argsort(length_buckets.row_lengths(inputs).numpy(), kind="stable")
+            rows = tuple(keras.tree.map_structure(lambda a: a[order], part) for part in rows)
+        batches = length_buckets.bucketed_batches(
+            length_buckets.rows_dataset(rows), batch_size, boundaries, shuffle=shuffle,
+            group_batches=group_by_length or 0, per_token_labels=self.labels_per_token)
+        if return_order:  # predict() puts its outputs back in the caller's order
+            return batches, None, None, None, False, order
+        return batches, None, None, None, False
 
-    def _validation_data(self, validation_data, batch_size):
+    def _boundaries(self, inputs, bucket_boundaries):
+        """The bucket lengths for inputs whose token axis is `inputs["token_ids"]`'s last,
+        or None (fixed length)."""
+        if bucket_boundaries is None:
+            return None
+        if isinstance(inputs, tuple):
+            inputs = inputs[0]
+        length = inputs["token_ids"].shape[-1]
+        if length is None:  # a dataset of text mapped to unknown lengths: nothing to cut
+            return None
+        return length_buckets.bucket_boundaries(int(length), bucket_boundaries)
+
+    def _validation_data(self, validation_data, batch_size, bucket_boundaries=None):
         if validation_data is None:
             return None
         if task_inputs.is_dataset(validation_data):
-            pipeline = self._text_pipeline(validation_data)
+            x, y, sample_weight, batch_size = validation_data, None, None, None
         else:
             x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(validation_data)
-            pipeline = self._text_pipeline(x, y, sample_weight)
-        if pipeline is None:
+        data = self.keras_data(x, y, sample_weight, batch_size,
+                               bucket_boundaries=bucket_boundaries, sort_by_length=True)
+        if data[0] is x:  # not raw text: Keras takes it as it is
             return validation_data
-        if task_inputs.is_dataset(pipeline):
-            return pipeline
-        return tuple(part for part in pipeline if part is not None)
+        if task_inputs.is_dataset(data[0]):
+            return data[0]
+        return tuple(part for part in data[:3] if part is not None)
 
     def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
-            shuffle=True, **kwargs):
-        """`keras.Model.fit`; with a preprocessor, `x` may be raw text (see the class doc)."""
+            shuffle=True, bucket_boundaries="auto",
+            group_by_length=length_buckets.DEFAULT_GROUP_BATCHES, **kwargs):
+        """`keras.Model.fit`; with a preprocessor, `x` may be raw text (see the class doc),
+        batched in length buckets (`bucket_boundaries`: "auto", a list of lengths, or None
+        for fixed-length batches) with rows of similar length grouped (`group_by_length`
+        batches per group; 0: plain shuffle)."""
         x, y, sample_weight, batch_size, validation_data, shuffle = self.fit_inputs(
             x, y, sample_weight, batch_size, validation_data, shuffle,
-            kwargs.get("validation_split"), kwargs.get("verbose", "auto"))
+            kwargs.get("validation_split"), kwargs.get("verbose", "auto"),
+            bucket_boundaries, group_by_length)
         build_optimizer_before_tracing(self)
         return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
                            validation_data=validation_data, shuffle=shuffle, **kwargs)
 
     def fit_inputs(self, x, y, sample_weight, batch_size, validation_data, shuffle,
-                   validation_split=None, verbose=0):
+                   validation_split=None, verbose=0, bucket_boundaries=None,
+                   group_by_length=0):
         """`fit`'s data with raw text preprocessed (also what a model that trains this task,
         such as `BertDistiller`, feeds to its own fit)."""
         if validation_split and task_inputs.is_text(x):
@@ -219,20 +273,33 @@ class BertTask(BertModelBase, keras.Model):
                              "windows of one example apart); pass validation_data=(texts, "
                              "labels) instead.")
         x, y, sample_weight, batch_size, shuffle = self.keras_data(
-            x, y, sample_weight, batch_size, shuffle, verbose=verbose)
+            x, y, sample_weight, batch_size, shuffle, verbose=verbose,
+            bucket_boundaries=bucket_boundaries, group_by_length=group_by_length)
         return (x, y, sample_weight, batch_size,
-                self._validation_data(validation_data, batch_size), shuffle)
+                self._validation_data(validation_data, batch_size, bucket_boundaries), shuffle)
 
-    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None,
+                 bucket_boundaries="auto", **kwargs):
+        """`keras.Model.evaluate`; raw text is batched in length buckets as in `fit`."""
         x, y, sample_weight, batch_size, _ = self.keras_data(
-            x, y, sample_weight, batch_size, verbose=kwargs.get("verbose", "auto"))
+            x, y, sample_weight, batch_size, verbose=kwargs.get("verbose", "auto"),
+            bucket_boundaries=bucket_boundaries, sort_by_length=True)
         return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
                                 **kwargs)
 
-    def predict(self, x, batch_size=None, **kwargs):
-        x, _, _, batch_size, _ = self.keras_data(x, batch_size=batch_size,
-                                                 verbose=kwargs.get("verbose", "auto"))
-        return super().predict(x, batch_size=batch_size, **kwargs)
+    def predict(self, x, batch_size=None, bucket_boundaries="auto", **kwargs):
+        """`keras.Model.predict`; raw text is batched in length buckets as in `fit`, unless
+        the task's outputs have a token axis (their batches must line up)."""
+        if self.outputs_per_token:
+            bucket_boundaries = None
+        x, _, _, batch_size, _, order = self.keras_data(
+            x, batch_size=batch_size, verbose=kwargs.get("verbose", "auto"),
+            bucket_boundaries=bucket_boundaries, sort_by_length=True, return_order=True)
+        outputs = super().predict(x, batch_size=batch_size, **kwargs)
+        if order is None:
+            return outputs
+        inverse = np.argsort(order)  # row i of the sorted batches is the caller's order[i]
+        return keras.tree.map_structure(lambda array: array[inverse], outputs)
 
     def _predict_text(self, text_path, columns, batch_size=None, verbose="auto",
                       chunk_size=256, **options):

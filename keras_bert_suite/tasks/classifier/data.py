@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from keras_bert_suite.data.table_rows import file_error
 from keras_bert_suite.data.table_rows import read_rows
+from keras_bert_suite.text.length_buckets import bucketed_batches, preprocessed_rows
 
 
 @dataclasses.dataclass
@@ -140,12 +141,16 @@ def encode_labels(values, label_names, path="<labels>", line_numbers=None):
 
 
 def make_classification_dataset(examples, batch_size=None, shuffle=False, seed=None,
-                                preprocessor=None, drop_remainder=False):
+                                preprocessor=None, drop_remainder=False, boundaries=None,
+                                group_batches=0):
     """A tf.data.Dataset of (text, label) or ((text_a, text_b), label) for `examples`.
 
     Unlabelled examples give text (or (text_a, text_b)) elements. Batched when `batch_size`
     is given; `shuffle` reshuffles every epoch (seeded by `seed`). With `preprocessor`
-    (e.g. a `BertPreprocessor`) batches are mapped through it, ready for `model.fit`.
+    (e.g. a `BertPreprocessor`) batches are mapped through it, ready for `model.fit`; with
+    `boundaries` too (`length_buckets.bucket_boundaries`), the text is preprocessed once and
+    each batch is cut to its length bucket, rows of similar length grouped in
+    `group_batches` batches when shuffling (text/length_buckets.py).
 
     Example:
     >>> from keras_bert_suite import BertPreprocessor
@@ -158,6 +163,10 @@ def make_classification_dataset(examples, batch_size=None, shuffle=False, seed=N
     >>> inputs, labels = next(iter(ds))
     >>> sorted(inputs), inputs["token_ids"].shape
     (['padding_mask', 'segment_ids', 'token_ids'], TensorShape([2, 8]))
+    >>> ds = make_classification_dataset(train, 32, preprocessor=preprocessor,
+    ...                                  boundaries=(4, 8))  # "[CLS] a dull mess . [SEP]": 6
+    >>> next(iter(ds))[0]["token_ids"].shape
+    TensorShape([2, 8])
     """
     x = tf.constant(examples.texts, dtype=tf.string)
     if examples.text_pairs is not None:
@@ -165,6 +174,10 @@ def make_classification_dataset(examples, batch_size=None, shuffle=False, seed=N
     labelled = examples.labels is not None
     # A 1-tuple element keeps a pair together: map functions receive x as one argument.
     ds = tf.data.Dataset.from_tensor_slices((x, examples.labels) if labelled else (x,))
+    if preprocessor is not None and boundaries is not None and batch_size is not None:
+        return bucketed_batches(preprocessed_rows(ds, preprocessor, labelled), batch_size,
+                                boundaries, shuffle=shuffle, seed=seed,
+                                group_batches=group_batches, drop_remainder=drop_remainder)
     if shuffle:
         ds = ds.shuffle(max(len(examples), 1), seed=seed, reshuffle_each_iteration=True)
     if batch_size is not None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from keras_bert_suite.tasks.classifier.model import BertClassifier
 from keras_bert_suite.tasks.recipe_contract import RecipeError
-from keras_bert_suite.tasks.recipe_contract import TaskData
+from keras_bert_suite.tasks.recipe_contract import TaskData, training_batching
 from keras_bert_suite import storage
 
 MODEL = BertClassifier
@@ -105,7 +105,7 @@ def prepare(recipe, preprocessor, log):
     regression = train.label_names is None
     dataset = make_classification_dataset(
         train, training["batch_size"], shuffle=True, seed=data["seed"], preprocessor=preprocessor,
-        drop_remainder=False)
+        drop_remainder=False, **training_batching(recipe))
     arguments = {"num_classes": 1} if regression else {
         "num_classes": len(train.label_names), "label_names": list(train.label_names)}
     return TaskData(dataset, len(train), arguments, evaluation)
@@ -126,12 +126,12 @@ def scores(examples, outputs, glue_task=None):
 
 
 def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.tasks.classifier.data import make_classification_dataset
-
     examples = task_data.evaluation
-    x = make_classification_dataset(examples, recipe["evaluation"]["batch_size"],
-                                    preprocessor=model.preprocessor).map(lambda x, y: x)
-    outputs = np.asarray(model.predict(x, verbose=0), np.float64)
+    # Raw text: predict() sorts the rows by length and cuts each batch to its bucket.
+    texts = list(examples.texts) if examples.text_pairs is None else (
+        list(examples.texts), list(examples.text_pairs))
+    outputs = np.asarray(model.predict(texts, batch_size=recipe["evaluation"]["batch_size"],
+                                       verbose=0), np.float64)
     glue_task = recipe["data"]["glue_task"] if recipe["data"]["dataset"] == "glue" else None
     metrics = {k: float(v) for k, v in scores(examples, outputs, glue_task).items()}
     metrics["eval_examples"] = len(examples)

@@ -87,6 +87,7 @@ class BertFeatureExtractor(BertTask):
 
     preset_encoder_overrides = {"return_hidden_states": True}
 
+    outputs_per_token = True  # token_embeddings
     task_name = "feature_extractor"
 
     def __init__(self, encoder=None, layers="last_hidden", pooling="cls", normalize=False,

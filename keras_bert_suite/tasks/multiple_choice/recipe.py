@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from keras_bert_suite.tasks.multiple_choice.model import BertMultipleChoice
-from keras_bert_suite.tasks.recipe_contract import TaskData, data_files
+from keras_bert_suite.tasks.recipe_contract import TaskData, data_files, training_batching
 from keras_bert_suite import storage
 
 MODEL = BertMultipleChoice
@@ -43,7 +43,8 @@ def prepare(recipe, preprocessor, log):
     evaluation = _head(read_swag(eval_file, require_labels=True), data["max_eval_examples"])
     log(f"multiple choice: {len(train)} train / {len(evaluation)} eval examples")
     dataset = make_multiple_choice_dataset(train, preprocessor, training["batch_size"],
-                                           shuffle=True, seed=data["seed"])
+                                           shuffle=True, seed=data["seed"],
+                                           **training_batching(recipe))
     num_choices = len(train.choices[0])
     return TaskData(dataset, len(train), {"num_choices": num_choices}, evaluation)
 

@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from keras_bert_suite.data.table_rows import file_error
 from keras_bert_suite.data.table_rows import read_rows
+from keras_bert_suite.text.length_buckets import bucketed_batches, preprocessed_rows
 
 SWAG_NUM_CHOICES = 4
 _ENDINGS = tuple(f"ending{i}" for i in range(SWAG_NUM_CHOICES))
@@ -92,13 +93,19 @@ def read_swag(path, require_labels=None):
         line_numbers=np.asarray(lines, dtype=np.int64), path=str(path))
 
 
-def make_multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None):
+def make_multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None,
+                                 boundaries=None, group_batches=0):
     """A tf.data.Dataset of (inputs [B, num_choices, T], label [B]) batches (inputs only when
     unlabelled), packed in the input pipeline by `preprocessor` (a
-    `MultipleChoicePreprocessor`, the one the model serves with)."""
+    `MultipleChoicePreprocessor`, the one the model serves with); with `boundaries`, each
+    batch is cut to its longest choice's length bucket (text/length_buckets.py)."""
     x = (tf.constant(examples.contexts), tf.constant(examples.choices))
     labelled = examples.labels is not None
     ds = tf.data.Dataset.from_tensor_slices((x, examples.labels) if labelled else (x,))
+    if boundaries is not None:
+        return bucketed_batches(preprocessed_rows(ds, preprocessor, labelled), batch_size,
+                                boundaries, shuffle=shuffle, seed=seed,
+                                group_batches=group_batches)
     if shuffle:
         ds = ds.shuffle(max(len(examples), 1), seed=seed, reshuffle_each_iteration=True)
     ds = ds.batch(batch_size)

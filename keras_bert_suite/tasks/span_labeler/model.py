@@ -61,6 +61,7 @@ class BertSpanLabeler(BertTask):
 
     task_name = "span_labeler"
     head_layer_name = "span_head"  # its Dense, as checkpoints of other libraries hold it
+    outputs_per_token = True  # start and end logits per token
     preprocessor_class = SpanLabelerPreprocessor
     default_sequence_length = 384
 

@@ -9,7 +9,7 @@ import os
 
 from keras_bert_suite.tasks.span_labeler.model import BertSpanLabeler
 from keras_bert_suite.tasks.recipe_contract import RecipeError
-from keras_bert_suite.tasks.recipe_contract import TaskData, data_files
+from keras_bert_suite.tasks.recipe_contract import TaskData, data_files, training_batching
 
 MODEL = BertSpanLabeler
 QUOREF_DEV_FRACTION = 0.2  # of the passages (whole passages: no dev passage seen in training)
@@ -54,7 +54,8 @@ def prepare(recipe, preprocessor, log):
         raise RecipeError("The training file has unanswerable (SQuAD 2.0) questions; set "
                           "data.version_2_with_negative=true.")
     dataset, num_windows = training_dataset(preprocessor, train, training["batch_size"],
-                                            shuffle=True, seed=data["seed"])
+                                            shuffle=True, seed=data["seed"],
+                                            **training_batching(recipe))
     log(f"span_labeler: {len(train)} questions -> {num_windows} training windows; "
         f"{len(evaluation)} eval questions")
     return TaskData(dataset, num_windows, {}, evaluation)

@@ -31,6 +31,7 @@ import json
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_suite.text.length_buckets import bucketed_batches, rows_dataset
 from keras_bert_suite.text.task_inputs import rows_in_chunks
 
 
@@ -153,13 +154,12 @@ def training_windows(preprocessor, examples):
 
 
 def training_dataset(preprocessor, examples, batch_size=32, shuffle=True, seed=None,
-                     drop_remainder=False):
+                     drop_remainder=False, boundaries=None, group_batches=0):
     """(tf.data of (window inputs [B, T], {start_positions, end_positions} [B]), number of
-    windows), for `BertSpanLabeler.fit`."""
+    windows), for `BertSpanLabeler.fit`; batched in length buckets with `boundaries`
+    (text/length_buckets.py)."""
     inputs, labels = training_windows(preprocessor, examples)
-    count = len(labels["start_positions"])
-    dataset = tf.data.Dataset.from_tensor_slices((inputs, labels))
-    if shuffle:
-        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    return dataset.prefetch(tf.data.AUTOTUNE), count
+    dataset = bucketed_batches(rows_dataset((inputs, labels)), batch_size, boundaries,
+                               shuffle=shuffle, seed=seed, group_batches=group_batches,
+                               drop_remainder=drop_remainder)
+    return dataset, len(labels["start_positions"])

@@ -17,6 +17,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_suite.text.length_buckets import bucketed_batches, rows_dataset
 from keras_bert_suite.text.task_inputs import rows_in_chunks
 
 OUTSIDE_TAG = "O"
@@ -133,9 +134,11 @@ def check_labels(sentences, labels):
                                  f"the known tags are {list(labels)}.")
 
 
-def training_dataset(preprocessor, sentences, labels, batch_size=32, shuffle=True, seed=None):
+def training_dataset(preprocessor, sentences, labels, batch_size=32, shuffle=True, seed=None,
+                     boundaries=None, group_batches=0):
     """(tf.data of (chunk inputs [B, T], label ids [B, T]), number of chunks) for
-    `BertTokenClassifier.fit`; `labels` is the tag list (label id = position in it)."""
+    `BertTokenClassifier.fit`; `labels` is the tag list (label id = position in it). Batched
+    in length buckets with `boundaries` (text/length_buckets.py)."""
     check_labels(sentences, labels)
     index = {tag: i for i, tag in enumerate(labels)}
 
@@ -145,7 +148,7 @@ def training_dataset(preprocessor, sentences, labels, batch_size=32, shuffle=Tru
         return {k: np.asarray(v) for k, v in chunks.inputs.items()}, np.asarray(chunks.labels)
 
     inputs, label_ids = rows_in_chunks(chunks_of, sentences)
-    dataset = tf.data.Dataset.from_tensor_slices((inputs, label_ids))
-    if shuffle:
-        dataset = dataset.shuffle(len(label_ids), seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE), len(label_ids)
+    dataset = bucketed_batches(rows_dataset((inputs, label_ids)), batch_size, boundaries,
+                               shuffle=shuffle, seed=seed, group_batches=group_batches,
+                               per_token_labels=True)
+    return dataset, len(label_ids)

@@ -54,6 +54,8 @@ class BertTokenClassifier(LabelledHeadTask):
 
     task_name = "token_classifier"
     head_layer_name = "classifier_head"  # its Dense, as checkpoints of other libraries hold it
+    labels_per_token = True
+    outputs_per_token = True
     preprocessor_class = TokenClassifierPreprocessor
 
     def __init__(self, encoder=None, num_classes=None, preprocessor=None, dropout=0.1,

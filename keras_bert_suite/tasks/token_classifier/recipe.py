@@ -10,7 +10,7 @@ import random
 
 from keras_bert_suite.tasks.token_classifier.model import BertTokenClassifier
 from keras_bert_suite.tasks.recipe_contract import RecipeError
-from keras_bert_suite.tasks.recipe_contract import TaskData, data_files
+from keras_bert_suite.tasks.recipe_contract import TaskData, data_files, training_batching
 from keras_bert_suite import storage
 
 MODEL = BertTokenClassifier
@@ -56,7 +56,7 @@ def prepare(recipe, preprocessor, log):
     labels = data["label_names"] or learn_labels(train + evaluation)
     dataset, num_chunks = training_dataset(preprocessor, train, labels,
                                            training["batch_size"], shuffle=True,
-                                           seed=data["seed"])
+                                           seed=data["seed"], **training_batching(recipe))
     log(f"token_classifier: {len(train)} train sentences -> {num_chunks} rows, "
         f"{len(evaluation)} eval sentences, {len(labels)} tags")
     return TaskData(dataset, num_chunks,
