@@ -94,6 +94,23 @@ def test_recipe_errors_name_the_problem(tmp_path):
                                  command="finetune")
 
 
+def test_recipes_batch_in_length_buckets_except_on_a_tpu():
+    from keras_bert_suite.tasks.recipe_contract import training_batching
+
+    assert training_batching(load_recipe("sentiment_rotten_tomatoes_cpu")) == {
+        "boundaries": (16, 24, 32, 48, 64), "group_batches": 50}
+    assert training_batching(load_recipe("squad_v1_gpu", ["training.group_by_length=0"])) == {
+        "boundaries": (16, 24, 32, 48, 64, 96, 128, 192, 256, 384), "group_batches": 0}
+    fixed = {"boundaries": None, "group_batches": 0}
+    assert training_batching(load_recipe("squad_v1_tpu")) == fixed  # static shapes on TPUs
+    assert training_batching(load_recipe("sentiment_rotten_tomatoes_cpu",
+                                         ["training.bucket_boundaries=null"])) == fixed
+    with pytest.raises(RecipeError, match="training.bucket_boundaries: .*go past "
+                                          "sequence_length=64"):
+        training_batching(load_recipe("sentiment_rotten_tomatoes_cpu",
+                                      ["training.bucket_boundaries=[32, 128]"]))
+
+
 def test_cli_reports_recipe_errors_without_traceback(capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["finetune", "ner_wnut16_cpu", "--set", "data.held_out=0",
