@@ -103,12 +103,18 @@ def test_recipes_batch_in_length_buckets_except_on_a_tpu():
         "boundaries": (16, 24, 32, 48, 64, 96, 128, 192, 256, 384), "group_batches": 0}
     fixed = {"boundaries": None, "group_batches": 0}
     assert training_batching(load_recipe("squad_v1_tpu")) == fixed  # static shapes on TPUs
+    assert training_batching(load_recipe(  # keras.distribution joins batches across passes
+        "sentiment_rotten_tomatoes_cpu", ["distribution.strategy=data_parallel"])) == fixed
     assert training_batching(load_recipe("sentiment_rotten_tomatoes_cpu",
                                          ["training.bucket_boundaries=null"])) == fixed
-    with pytest.raises(RecipeError, match="training.bucket_boundaries: .*go past "
-                                          "sequence_length=64"):
-        training_batching(load_recipe("sentiment_rotten_tomatoes_cpu",
-                                      ["training.bucket_boundaries=[32, 128]"]))
+    assert training_batching(load_recipe("sentiment_rotten_tomatoes_cpu",
+                                         ["training.bucket_boundaries=[20, 40]"])) == {
+        "boundaries": (20, 40, 64), "group_batches": 50}
+    for value, message in (("[32, 128]", "go past sequence_length=64"),
+                           ("8", 'must be "auto", a list')):
+        with pytest.raises(RecipeError, match=f"training.bucket_boundaries: .*{message}"):
+            training_batching(load_recipe("sentiment_rotten_tomatoes_cpu",
+                                          [f"training.bucket_boundaries={value}"]))
 
 
 def test_cli_reports_recipe_errors_without_traceback(capsys, tmp_path):

@@ -38,7 +38,9 @@ DEFAULTS = merged(finetuning.DEFAULTS, {
         "learning_rate": None,
     },
 })
-SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides"}))
+# training.bucket_boundaries is "auto", a list of lengths or null (checked by
+# recipe_contract.training_batching).
+SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides", "training.bucket_boundaries"}))
 
 
 def _teacher(recipe, output_dir, log):

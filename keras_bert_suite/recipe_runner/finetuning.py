@@ -65,7 +65,8 @@ DEFAULTS = merged(common_defaults(learning_rate=5e-5, warmup_fraction=0.1, num_t
         "lora_alpha": None,
         # Length buckets: each batch is cut to its longest row rounded up to one of these
         # lengths ("auto": 16, 24, 32, 48, 64, ...; null: every batch padded to
-        # data.sequence_length, as on a TPU, which always gets that), with the rows of
+        # data.sequence_length, as on a TPU and under JAX's data_parallel / model_parallel,
+        # which always get that), with the rows of
         # group_by_length batches sorted by length before batching (0: plain shuffle).
         "bucket_boundaries": "auto",
         "group_by_length": 50,
@@ -78,7 +79,9 @@ DEFAULTS = merged(common_defaults(learning_rate=5e-5, warmup_fraction=0.1, num_t
         "null_score_diff_threshold": 0.0,
     },
 })
-SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides"}))
+# training.bucket_boundaries is "auto", a list of lengths or null (checked by
+# recipe_contract.training_batching).
+SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides", "training.bucket_boundaries"}))
 
 
 def training_steps(training, num_examples):

@@ -26,7 +26,8 @@ _REQUIRED_TYPES = {bool: (bool,), int: (int,), float: (int, float), str: (str,),
 @dataclasses.dataclass(frozen=True)
 class Schema:
     """The keys a task's recipes may set: `defaults` (nested dicts), `free_form` dotted keys
-    whose dict values are passed through unchecked (e.g. BertEncoder arguments)."""
+    whose values are passed through unchecked (e.g. BertEncoder arguments; a value of more
+    than one type, checked where it is used)."""
 
     defaults: dict
     free_form: frozenset = frozenset()
@@ -125,7 +126,8 @@ def set_key(schema, recipe, key, value, source):
             for sub_key, sub_value in value.items():
                 set_key(schema, recipe, f"{key}.{sub_key}", sub_value, source)
             return
-        _check_type(key, value, default, source)
+        if key not in schema.free_form:
+            _check_type(key, value, default, source)
     node[last] = value
 
 

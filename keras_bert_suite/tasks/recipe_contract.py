@@ -43,17 +43,24 @@ def data_files(data, task, builtin, file_kind):
     return data["train_file"], data["eval_file"]
 
 
+# Where a recipe's training batches keep sequence_length (see training_batching).
+FIXED_LENGTH_STRATEGIES = ("tpu", "data_parallel", "model_parallel")
+
+
 def training_batching(recipe):
     """How a fine-tuning recipe batches its training rows, as `bucketed_batches` arguments:
     {"boundaries": length buckets or None, "group_batches": batches per length-sorted
     group}. `training.bucket_boundaries` ("auto", a list of lengths, or null for
-    fixed-length batches) and `training.group_by_length`; a TPU keeps fixed-length batches
-    (XLA on a TPU compiles one program per shape, and wants static shapes)."""
+    fixed-length batches) and `training.group_by_length`. Fixed-length batches stay where
+    shapes must: a TPU (XLA there compiles one program per shape, and wants static shapes),
+    and keras.distribution on JAX (data_parallel, model_parallel), whose runs join a short
+    last batch to the next pass's rows (`Placement.whole_batches`), which batches of
+    different lengths can't be."""
     from keras_bert_suite.text.length_buckets import bucket_boundaries
 
     training = recipe["training"]
     boundaries = training["bucket_boundaries"]
-    if boundaries is None or recipe["distribution"]["strategy"] == "tpu":
+    if boundaries is None or recipe["distribution"]["strategy"] in FIXED_LENGTH_STRATEGIES:
         return {"boundaries": None, "group_batches": 0}
     try:
         boundaries = bucket_boundaries(recipe["data"]["sequence_length"], boundaries)

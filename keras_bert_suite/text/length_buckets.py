@@ -54,6 +54,9 @@ def bucket_boundaries(sequence_length, boundaries="auto"):
             automatic += [power, power * 3 // 2]
             power *= 2
         return tuple(b for b in automatic if b < sequence_length) + (sequence_length,)
+    if not isinstance(boundaries, (list, tuple)):
+        raise ValueError(f'bucket_boundaries must be "auto", a list of increasing lengths or '
+                         f"None (pad every batch to sequence_length), got {boundaries!r}.")
     values = list(boundaries)
     for value in values:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
