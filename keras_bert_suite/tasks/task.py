@@ -181,20 +181,25 @@ class BertTask(BertModelBase, keras.Model):
                                                verbose=verbose)
 
     def keras_data(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
-                   verbose=0, bucket_boundaries=None, group_by_length=0, sort_by_length=False,
-                   return_order=False):
+                   verbose=0, bucket_boundaries=None, group_by_length=0, sort_by_length=False):
         """`(x, y, sample_weight, batch_size, shuffle)` for Keras' own fit / evaluate /
         predict, with raw text preprocessed (see `_text_pipeline`) and, with
         `bucket_boundaries` ("auto" or lengths), batched in length buckets
         (text/length_buckets.py): shuffled in groups of `group_by_length` length-sorted
-        batches, or, with `sort_by_length` (evaluate, predict), all rows sorted by length
-        (`return_order=True` adds the order of the rows, or None when they keep the
-        caller's)."""
+        batches, or, with `sort_by_length` (evaluate, predict), all rows sorted by length."""
+        return self._keras_rows(x, y, sample_weight, batch_size, shuffle, verbose,
+                                bucket_boundaries, group_by_length, sort_by_length)[:5]
+
+    def _keras_rows(self, x, y, sample_weight, batch_size, shuffle, verbose,
+                    bucket_boundaries, group_by_length, sort_by_length):
+        """`keras_data`'s five values and the order of the rows in them: None when they
+        keep the caller's, else the caller's index of each row (predict puts its outputs
+        back with it)."""
         pipeline = self._text_pipeline(x, y, sample_weight, batch_size, verbose=verbose)
         if pipeline is None:
             if task_inputs.is_dataset(x):
                 shuffle = False  # a dataset shuffles itself; Keras would only warn
-            return (x, y, sample_weight, batch_size, shuffle) + ((None,) if return_order else ())
+            return x, y, sample_weight, batch_size, shuffle, None
         if task_inputs.is_dataset(pipeline):
             boundaries = self._boundaries(pipeline.element_spec, bucket_boundaries)
             if boundaries is not None:
@@ -202,13 +207,12 @@ class BertTask(BertModelBase, keras.Model):
                     lambda *batch: length_buckets.cut_to_bucket(
                         batch if len(batch) > 1 else batch[0], boundaries,
                         self.labels_per_token))
-            return (pipeline, None, None, None, False) + ((None,) if return_order else ())
+            return pipeline, None, None, None, False, None
         inputs, labels, weights = pipeline
         batch_size = batch_size or 32
         boundaries = self._boundaries(inputs, bucket_boundaries)
         if boundaries is None:
-            return (inputs, labels, weights, batch_size, shuffle) + (
-                (None,) if return_order else ())
+            return inputs, labels, weights, batch_size, shuffle, None
         rows = tuple(part for part in (inputs, labels, weights) if part is not None)
         order = None
         if sort_by_length:  # evaluate / predict: sorted by length, so batches cut the most
@@ -217,9 +221,7 @@ class BertTask(BertModelBase, keras.Model):
         batches = length_buckets.bucketed_batches(
             length_buckets.rows_dataset(rows), batch_size, boundaries, shuffle=shuffle,
             group_batches=group_by_length or 0, per_token_labels=self.labels_per_token)
-        if return_order:  # predict() puts its outputs back in the caller's order
-            return batches, None, None, None, False, order
-        return batches, None, None, None, False
+        return batches, None, None, None, False, order
 
     def _boundaries(self, inputs, bucket_boundaries):
         """The bucket lengths for inputs whose token axis is `inputs["token_ids"]`'s last,
@@ -292,9 +294,9 @@ class BertTask(BertModelBase, keras.Model):
         the task's outputs have a token axis (their batches must line up)."""
         if self.outputs_per_token:
             bucket_boundaries = None
-        x, _, _, batch_size, _, order = self.keras_data(
-            x, batch_size=batch_size, verbose=kwargs.get("verbose", "auto"),
-            bucket_boundaries=bucket_boundaries, sort_by_length=True, return_order=True)
+        x, _, _, batch_size, _, order = self._keras_rows(
+            x, None, None, batch_size, False, kwargs.get("verbose", "auto"),
+            bucket_boundaries, 0, sort_by_length=True)
         outputs = super().predict(x, batch_size=batch_size, **kwargs)
         if order is None:
             return outputs
