@@ -8,7 +8,12 @@ Tomatoes split of `make demo` and on WNUT-16 NER.
 
 Pretraining: the CPU recipes pretrain_cpu_smoke (MLM + NSP), pretrain_cpu_roberta (MLM only),
 pretrain_cpu_albert (n-gram MLM + SOP, shared layers), pretrain_cpu_electra and
-pretrain_cpu_ltr: a 2-layer, 128-wide encoder on the State of the Union addresses. The budget
+pretrain_cpu_ltr: a 2-layer, 128-wide encoder. The corpus is the real text the project
+fetches: the 233 State of the Union addresses, plus the TRAINING sentences of the two
+fine-tuning sets as unlabelled text (Rotten Tomatoes review sentences grouped by movie,
+WNUT-16 tweets in groups of 10; the held-out sentences never), as task-adaptive pretraining
+does: State of the Union alone leaves most review and tweet words unseen, and their
+embeddings all drift the same way under the tied softmax. The budget
 is BERT's `--steps` steps in training FLOPs; an objective whose step costs more (ELECTRA's
 generator) gets proportionally fewer steps. Every objective scores 20 positions per row
 (LTR: 20 next tokens), so the LM head costs the same.
@@ -68,7 +73,68 @@ def training_flops_per_row(config, sequence_length, predictions, vocabulary_size
     return 3 * forward
 
 
-def pretrain(name, steps_for, output, log):
+def write_corpus(directory):
+    """The pretraining corpus as paragraph_per_line files (a blank line between documents);
+    returns their glob. The held-out splits are those the fine-tuning recipes hold out."""
+    import bz2
+    import csv
+    import random
+
+
+    from keras_bert_suite.data import corpora
+    from keras_bert_suite.tasks.classifier.rotten_tomatoes import (
+        load_rotten_tomatoes, split_held_out)
+    from keras_bert_suite.tasks.token_classifier.conll import read_conll
+
+    os.makedirs(directory, exist_ok=True)
+    for path in corpora.sotu_files():
+        shutil.copy(path, directory)
+    held_out = {name: recipe_value(name, "data.held_out") for name in FINE_TUNE}
+    seed = {name: recipe_value(name, "data.seed") for name in FINE_TUNE}
+
+    # Rotten Tomatoes: the recipe's training split, each movie's sentences one document.
+    with bz2.open(corpora.fetch_rotten_tomatoes(), "rt", encoding="utf-8") as f:
+        reviews = [(row["text"], row["movie_name"]) for row in csv.DictReader(f)
+                   if row["category"] in ("fresh", "rotten")]
+    texts, labels = load_rotten_tomatoes()
+    assert texts == [text for text, _ in reviews]  # the same sentences, the same order
+    (train, _), _ = split_held_out(list(range(len(texts))), labels,
+                                   held_out=held_out["sentiment_rotten_tomatoes_cpu"],
+                                   seed=seed["sentiment_rotten_tomatoes_cpu"])
+    movies = {}
+    for index in sorted(train):
+        movies.setdefault(reviews[index][1], []).append(reviews[index][0])
+    _write_documents(directory, "rotten_tomatoes_train", list(movies.values()), 20)
+
+    # WNUT-16: the token classifier recipe's split (a seeded shuffle, the first held out).
+    sentences = read_conll(corpora.fetch_wnut16())
+    order = list(range(len(sentences)))
+    random.Random(seed["ner_wnut16_cpu"]).shuffle(order)
+    kept = sorted(order[held_out["ner_wnut16_cpu"]:])
+    tweets = [" ".join(sentences[i].words) for i in kept]
+    _write_documents(directory, "wnut16_train", [tweets[i:i + 10] for i in
+                                                 range(0, len(tweets), 10)], 5)
+    return os.path.join(directory, "*.txt")
+
+
+def _write_documents(directory, name, documents, num_files):
+    # Several files, so the recipe's held-out fraction of files takes some of each source.
+    for index in range(num_files):
+        with open(os.path.join(directory, f"{name}_{index:02d}.txt"), "w") as f:
+            f.write("\n\n".join("\n".join(lines) for lines in documents[index::num_files])
+                    + "\n")
+
+
+def recipe_value(name, key):
+    from keras_bert_suite import recipe_runner
+
+    value = recipe_runner.load_recipe(name)
+    for part in key.split("."):
+        value = value[part]
+    return value
+
+
+def pretrain(name, steps_for, corpus, output, log):
     from keras_bert_suite import recipe_runner
 
     recipe = recipe_runner.load_recipe(RECIPES[name])
@@ -76,7 +142,8 @@ def pretrain(name, steps_for, output, log):
     interval = max(steps // 4, 1)
     steps = interval * 4
     recipe = recipe_runner.load_recipe(RECIPES[name], overrides=[
-        f"training.num_train_steps={steps}", f"training.checkpoint_every_n_steps={interval}",
+        f"data.corpus={json.dumps([corpus])}", f"training.num_train_steps={steps}",
+        f"training.checkpoint_every_n_steps={interval}",
         f"training.optimizer.num_warmup_steps={max(steps // 10, 1)}"])
     directory = os.path.join(output, name)
     shutil.rmtree(directory, ignore_errors=True)
@@ -139,9 +206,11 @@ def run(args):
     results["budget_flops"] = budget
     from keras_bert_suite import recipe_runner
 
+    corpus = write_corpus(os.path.join(args.output, "corpus"))
     for name in RECIPES:
         log(f"=== pretraining: {LABELS[name]} ===")
-        pretrained = pretrain(name, steps_for, os.path.join(args.output, "pretrain"), log)
+        pretrained = pretrain(name, steps_for, corpus, os.path.join(args.output, "pretrain"),
+                              log)
         pretrained["flops"] = pretrained["steps"] * flops(
             name, recipe_runner.load_recipe(RECIPES[name]))
         log(f"=== fine-tuning: {LABELS[name]} ===")

@@ -47,9 +47,10 @@ def encoder_config(bert_json, config_file):
         raise UnsupportedCheckpointError(
             f"{config_file}: position_embedding_type '{position_type}' is not supported; "
             f"BertEncoder has learned absolute position embeddings only.")
-    if bert_json.get("is_decoder") or bert_json.get("add_cross_attention"):
+    if bert_json.get("add_cross_attention"):
         raise UnsupportedCheckpointError(
-            f"{config_file}: a BERT decoder / cross-attention model is not supported.")
+            f"{config_file}: a BERT decoder with cross-attention is not supported (a decoder "
+            f"without it, is_decoder alone, is read as a causal encoder).")
     require_keys(bert_json, ("vocab_size", "hidden_size", "num_hidden_layers",
                              "num_attention_heads", "intermediate_size"), "BERT", config_file)
     return {
@@ -66,6 +67,8 @@ def encoder_config(bert_json, config_file):
         "initializer_range": bert_json.get("initializer_range", 0.02),
         **BERT_FAMILY_DEFAULTS,
         "activation": activation,
+        # is_decoder: attention to earlier positions only (BertLMHeadModel's left-to-right LM).
+        "causal": bool(bert_json.get("is_decoder", False)),
     }
 
 

@@ -20,7 +20,7 @@ from keras_bert_suite.families.bert import FAMILY as BERT
 
 # The masked-LM classes build their encoder without the pooler (the task classes say where
 # theirs is: `Family.task_heads`).
-WITHOUT_POOLER_SUFFIX = "ForMaskedLM"
+WITHOUT_POOLER_SUFFIX = ("ForMaskedLM", "LMHeadModel")
 SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
 

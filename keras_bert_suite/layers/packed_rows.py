@@ -18,14 +18,21 @@ def _instances(padding_mask):
     return ops.cast(padding_mask, "int32")  # [B, T]
 
 
-def attention_mask(padding_mask):
+def attention_mask(padding_mask, causal=False):
     """[B, T] padding mask -> [B, 1, T, T] booleans (True = query t attends to key s): the
     key is a real token and in the query's instance, or the query is padding (its output
-    is never read; for a 0/1 mask every row is then the key padding mask)."""
+    is never read; for a 0/1 mask every row is then the key padding mask). `causal`: and
+    the key is not after the query (a left-to-right LM; instances are contiguous, so the
+    keys left are the query's own instance up to itself)."""
     instances = _instances(padding_mask)
     query, key = instances[:, :, None], instances[:, None, :]  # [B, T, 1], [B, 1, T]
     # ops.equal, not ==: a symbolic KerasTensor compares by identity.
     visible = ops.logical_or(ops.equal(key, query), ops.equal(query, 0))
+    if causal:
+        # Each token's index from a cumsum: the length is unknown while Keras builds the graph.
+        index = ops.cumsum(ops.ones_like(instances), axis=1)  # [B, T]
+        not_later = ops.less_equal(index[:, None, :], index[:, :, None])  # [B, T, T]: s <= t
+        visible = ops.logical_and(visible, not_later)
     return ops.logical_and(ops.greater(key, 0), visible)[:, None]  # [B, 1, T, T]
 
 

@@ -22,6 +22,7 @@ class EncoderParts(NamedTuple):
     blocks: list  # the distinct transformer blocks (shared ones once)
     layer_blocks: list  # per layer, the indices into `blocks` it runs, in order
     pooler: keras.layers.Layer
+    causal: bool = False  # a query sees no later position (left-to-right LM)
 
 
 def layer_schedule(num_layers, num_layer_groups=None, layers_per_group=1):
@@ -55,7 +56,8 @@ def _encode(parts, inputs, rows=None, training=None, before_block=None):
                          **context)  # [B, T, E]
     if parts.embedding_projection is not None:
         x = parts.embedding_projection(x)  # [B, T, H]
-    attention_mask = packed_rows.attention_mask(inputs["padding_mask"])  # [B, 1, T, T]
+    attention_mask = packed_rows.attention_mask(inputs["padding_mask"],
+                                                causal=parts.causal)  # [B, 1, T, T]
     hidden_states = [x]
     last = (len(parts.layer_blocks) - 1, len(parts.layer_blocks[-1]) - 1) if parts.layer_blocks \
         else None
@@ -204,6 +206,10 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
       int(i / (num_layers / num_layer_groups)), a group being `layers_per_group` blocks.
       `transformer_layers` then holds the distinct blocks, and `layer_num_heads` /
       `layer_intermediate_dims` give one size per distinct block.
+    * `causal`: a token attends to itself and the tokens before it only (GPT-1's
+      left-to-right LM, the BERT paper's "LTR" ablation; transformers' BertLMHeadModel with
+      is_decoder=True). Pretrain it with next-token targets
+      (`tasks/pretrainer/data/next_token.py`, `kbs pretrain pretrain_cpu_ltr`).
 
     >>> albert = BertEncoder(vocabulary_size=100, num_layers=4, num_heads=2, hidden_dim=32,
     ...                      intermediate_dim=64, embedding_dim=16, num_layer_groups=1,
@@ -236,6 +242,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         pooler_activation="tanh",
         num_layer_groups=None,
         layers_per_group=1,
+        causal=False,
         **kwargs,
     ):
         _check_family_arguments(num_layers, num_segments, embedding_dim, position_offset,
@@ -278,7 +285,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         pooler = keras.layers.Dense(
             hidden_dim, activation=pooler_activation, kernel_initializer=initializer,
             dtype=policy, name="pooler")
-        parts = EncoderParts(embeddings, projection, blocks, schedule, pooler)
+        parts = EncoderParts(embeddings, projection, blocks, schedule, pooler, bool(causal))
 
         # === Functional graph ===
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
@@ -321,6 +328,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         self.pooler_activation = pooler_activation
         self.num_layer_groups = num_layer_groups
         self.layers_per_group = layers_per_group
+        self.causal = bool(causal)
         self.lora_rank = self.lora_alpha = None
         if lora_rank is not None:
             self.enable_lora(lora_rank, lora_alpha)
@@ -330,7 +338,8 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         """The encoder's layers and their order (`EncoderParts`), for code that runs the
         forward pass itself (distillation reads every layer's hidden state)."""
         return EncoderParts(self.embeddings, self.embedding_projection,
-                            self.transformer_layers, self.layer_blocks, self.pooler)
+                            self.transformer_layers, self.layer_blocks, self.pooler,
+                            self.causal)
 
     def encode(self, inputs, training=None, before_block=None):
         """(sequence output [B, T, H], pooled output [B, H], hidden states: the embedding
@@ -446,6 +455,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
             "pooler_activation": self.pooler_activation,
             "num_layer_groups": self.num_layer_groups,
             "layers_per_group": self.layers_per_group,
+            "causal": self.causal,
             **quantization.record(self),
         }
 

@@ -81,6 +81,10 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
         architecture = family.pretraining_class(model.next_sentence_head is not None)
     else:
         architecture = family.base_model
+    if encoder_of(model, "save_huggingface").causal:
+        architecture = _causal_class(family, name, architecture,
+                                     getattr(model, "next_sentence_head", None) is not None)
+        extra["is_decoder"] = True
 
     tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
     return write_huggingface(directory, config, weights, architecture, head_tensors,
@@ -312,6 +316,20 @@ def _replaced_token_class(family):
             f"(ElectraForPreTraining). Pass model.encoder, or save the whole model with "
             f"save_to_preset or model.save('model.keras').")
     return family.class_name("ForPreTraining")
+
+
+def _causal_class(family, name, architecture, model_has_sentence_head=False):
+    """BertLMHeadModel (is_decoder=True) for a left-to-right pretrainer; a causal encoder
+    alone stays BertModel with is_decoder=True. BERT's classes only: they are the ones
+    whose causal form this writer's tests read back through transformers."""
+    if family.name != "bert" or name not in ("BertPretrainer", *ENCODER_ONLY) or (
+            name == "BertPretrainer" and model_has_sentence_head):
+        raise ValueError(
+            f"save_huggingface: a causal (left-to-right) {name} on a {family.name} encoder: "
+            f"only BERT's BertModel / BertLMHeadModel (no next-sentence head) are written "
+            f"with is_decoder=True. "
+            f"Save it with save_to_preset or model.save('model.keras').")
+    return "BertLMHeadModel" if name == "BertPretrainer" else architecture
 
 
 def _check_pretraining_class(family):
