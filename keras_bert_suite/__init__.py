@@ -18,6 +18,7 @@ _PUBLIC = {
     "list_presets": "keras_bert_suite.checkpoints.presets",
     "BertPretrainer": "keras_bert_suite.tasks.pretrainer.model",
     "ReplacedTokenDetector": "keras_bert_suite.tasks.pretrainer.replaced_token_detector",
+    "ElectraPretrainer": "keras_bert_suite.tasks.pretrainer.electra_pretrainer",
     "BertClassifier": "keras_bert_suite.tasks.classifier.model",
     "BertFeatureExtractor": "keras_bert_suite.tasks.feature_extractor.model",
     "BertMultipleChoice": "keras_bert_suite.tasks.multiple_choice.model",

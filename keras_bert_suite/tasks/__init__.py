@@ -17,6 +17,7 @@ TASK_MODELS = {
     "BertFeatureExtractor": "keras_bert_suite.tasks.feature_extractor.model",
     "BertPretrainer": "keras_bert_suite.tasks.pretrainer.model",
     "ReplacedTokenDetector": "keras_bert_suite.tasks.pretrainer.replaced_token_detector",
+    "ElectraPretrainer": "keras_bert_suite.tasks.pretrainer.electra_pretrainer",
 }
 
 

@@ -13,6 +13,7 @@ import argparse
 
 from keras_bert_suite.tasks.pretrainer.data import corpus_buckets
 from keras_bert_suite.tasks.pretrainer.data import documents as document_io
+from keras_bert_suite.tasks.pretrainer.data.instances import INSTANCE_FORMATS
 
 
 def add_command(commands):
@@ -35,8 +36,9 @@ def add_command(commands):
     add("--dupe_factor", type=int, default=10)
     add("--short_seq_prob", type=float, default=0.1)
     add("--do_whole_word_mask", action="store_true")
-    add("--no_next_sentence_prediction", action="store_true",
-        help="MLM-only instances of contiguous text")
+    add("--instance_format", default="nsp", choices=INSTANCE_FORMATS,
+        help="nsp: BERT's pairs (default); sop: ALBERT's sentence order; doc_sentences / "
+             "full_sentences: RoBERTa's, MLM only; contiguous: MLM-only text cut to length")
     add("--unmasked", action="store_true",
         help="write no masks (for dynamic masking, as `kbs pretrain` does)")
     add("--max_instances_per_row", type=int, default=None,
@@ -71,7 +73,7 @@ def run(args):
         max_predictions_per_seq=args.max_predictions_per_seq,
         masked_lm_prob=args.masked_lm_prob, dupe_factor=args.dupe_factor,
         short_seq_prob=args.short_seq_prob, whole_word_masking=args.do_whole_word_mask,
-        next_sentence_prediction=not args.no_next_sentence_prediction,
+        instance_format=args.instance_format,
         static_masking=not args.unmasked, eval_fraction=args.eval_fraction,
         bucket_bytes=max(1, int(args.bucket_mb * 2**20)), seed=args.random_seed,
         num_workers=args.num_workers, pipeline_args=args.pipeline_args,

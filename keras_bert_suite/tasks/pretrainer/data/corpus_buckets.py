@@ -49,7 +49,7 @@ class PretrainingDataSettings:
     dupe_factor: int = 10
     short_seq_prob: float = 0.1
     whole_word_masking: bool = False
-    next_sentence_prediction: bool = True
+    instance_format: str = "nsp"  # instances.py's INSTANCE_FORMATS
     static_masking: bool = True
     eval_fraction: float = 0.0
     bucket_bytes: int = DEFAULT_BUCKET_BYTES
@@ -132,7 +132,7 @@ class BucketWriter:
         s = self.settings
         tokenized = instance_lib.tokenize_documents(documents, self.tokenizer)
         statistics["skipped_empty"] += len(documents) - len(tokenized)
-        if s.next_sentence_prediction and len(tokenized) == 1:
+        if s.instance_format == "nsp" and len(tokenized) == 1:
             # No partner for a random next segment (a bucket of one document: a file larger
             # than a bucket that holds a single document, or a lone held-out document).
             statistics["skipped_alone_in_bucket"] += 1
@@ -146,7 +146,7 @@ class BucketWriter:
         records = []
         for instance in instance_lib.instances_from_token_documents(
                 tokenized, rng, self.config, s.sequence_length, s.dupe_factor, s.short_seq_prob,
-                s.next_sentence_prediction, s.static_masking):
+                s.instance_format, s.static_masking):
             statistics[f"{split}_instances"] += 1
             statistics["random_next"] += instance.is_random_next
             statistics["instance_tokens"] += len(instance.token_ids)

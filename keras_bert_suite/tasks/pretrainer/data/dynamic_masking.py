@@ -31,6 +31,10 @@ Selection follows masking.py (the original's rules) with core TF ops:
   original, which skips a word that does not fit and tries later ones, the first word that
   does not fit ends the selection (words longer than num_to_predict are never candidates), so
   whole-word masking can select a token or two fewer than num_to_predict;
+* n-gram units with `max_ngram` > 1 (ALBERT): each row's whole words are cut into consecutive
+  n-grams, n drawn with p(n) proportional to 1/n (n <= 3: 6/11, 3/11, 2/11), an n-gram being
+  cut short where it would run past [CLS] / [SEP] or into another instance; the n-grams are
+  then the units above;
 * each selected token: [MASK] with `mask_token_rate`, a uniformly random vocabulary id with
   `random_token_rate`, else unchanged.
 
@@ -51,11 +55,20 @@ class DynamicMasker:
     def __init__(self, vocabulary_size, mask_token_id, cls_token_id, sep_token_id,
                  pad_token_id=0, max_predictions_per_seq=20, mask_selection_rate=0.15,
                  mask_token_rate=0.8, random_token_rate=0.1, whole_word_masking=False,
-                 is_continuation=None):
+                 is_continuation=None, max_ngram=1):
         masking.check_rates(mask_selection_rate, max_predictions_per_seq, mask_token_rate,
                             random_token_rate)
+        if isinstance(max_ngram, bool) or not isinstance(max_ngram, int) or max_ngram < 1:
+            raise ValueError(f"max_ngram must be a positive int (1: single units; ALBERT: 3), "
+                             f"got {max_ngram!r}.")
+        whole_word_masking = whole_word_masking or max_ngram > 1  # n-grams of whole words
         if whole_word_masking and is_continuation is None:
-            raise ValueError("whole_word_masking needs is_continuation; use from_tokenizer.")
+            raise ValueError("whole_word_masking (and max_ngram > 1, which masks whole words) "
+                             "needs is_continuation; use from_tokenizer.")
+        self.max_ngram = max_ngram
+        # ALBERT's n-gram lengths: p(n) proportional to 1/n, n = 1 .. max_ngram.
+        weights = 1.0 / np.arange(1, max_ngram + 1)
+        self.ngram_log_probs = np.log(weights / weights.sum()).astype(np.float32)
         self.vocabulary_size = int(vocabulary_size)
         self.mask_token_id = int(mask_token_id)
         self.special_token_ids = [int(cls_token_id), int(sep_token_id), int(pad_token_id)]
@@ -72,7 +85,7 @@ class DynamicMasker:
         """Special-token ids and word starts from a tokenizer (ValueError if the mask, cls or sep
         token lacks)."""
         vocabulary = tokenizer.get_vocabulary()
-        if kwargs.get("whole_word_masking"):
+        if kwargs.get("whole_word_masking") or kwargs.get("max_ngram", 1) > 1:
             kwargs.setdefault("is_continuation", ~tokenizer.word_start_flags())
         return cls(len(vocabulary), tokenizer.mask_token_id, tokenizer.cls_token_id,
                    tokenizer.sep_token_id, tokenizer.pad_token_id, **kwargs)
@@ -100,8 +113,8 @@ class DynamicMasker:
         return x, y
 
     def _mask(self, token_ids, padding_mask, seed):
-        select_seed, replace_seed, random_seed = tf.unstack(
-            tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 3))
+        select_seed, replace_seed, random_seed, ngram_seed = tf.unstack(
+            tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), 4))
         shape = tf.shape(token_ids)
         batch, length = shape[0], shape[1]
         num_predictions = self.max_predictions_per_seq
@@ -125,6 +138,8 @@ class DynamicMasker:
             continuation = tf.gather(tf.constant(self.is_continuation), token_ids)
             previous_eligible = tf.pad(eligible[:, :-1], [[0, 0], [1, 0]])
             starts = eligible & ~(continuation & previous_eligible)
+        if self.max_ngram > 1:
+            starts = self._ngram_starts(starts, eligible, padding_mask, ngram_seed)
         unit = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # [B, L] unit index per token
         unit = tf.maximum(unit, 0)
         flat_unit = tf.where(eligible, unit + tf.range(batch)[:, None] * length, batch * length)
@@ -173,6 +188,28 @@ class DynamicMasker:
         to_random = selected & ~to_mask & (draw < self.mask_token_rate + self.random_token_rate)
         masked = tf.where(to_mask, self.mask_token_id, tf.where(to_random, random_ids, token_ids))
         return masked, positions, labels, weights
+
+
+    def _ngram_starts(self, word_starts, eligible, padding_mask, seed):
+        """[B, L] the first token of each n-gram unit: each row's words are cut into
+        consecutive n-grams whose lengths n are drawn with p(n) proportional to 1/n; an n-gram
+        never runs past a token that cannot be masked ([CLS], [SEP]) nor into another
+        instance."""
+        shape = tf.shape(word_starts)
+        batch, length = shape[0], shape[1]
+        word = tf.cumsum(tf.cast(word_starts, tf.int32), axis=1) - 1  # [B, L] word index
+        # Lengths for up to L n-grams per row, and the word each n-gram starts at.
+        lengths = tf.random.stateless_categorical(
+            tf.tile(tf.constant(self.ngram_log_probs)[None], [batch * length, 1]), 1,
+            seed)[:, 0]
+        lengths = tf.reshape(tf.cast(lengths, tf.int32) + 1, [batch, length])
+        first_word = tf.cumsum(lengths, axis=1, exclusive=True)  # [B, L]
+        starts_ngram = tf.reduce_any(  # [B, L, L] is word w the first of some n-gram?
+            tf.equal(word[:, :, None], first_word[:, None, :]), axis=-1)
+        previous = tf.pad(eligible[:, :-1], [[0, 0], [1, 0]])
+        previous_instance = tf.pad(padding_mask[:, :-1], [[0, 0], [1, 0]])
+        boundary = ~previous | tf.not_equal(previous_instance, padding_mask)
+        return word_starts & (starts_ngram | boundary)
 
 
 def predictions_per_instance(num_real_tokens, mask_selection_rate, max_predictions):

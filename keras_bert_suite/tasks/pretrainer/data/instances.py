@@ -27,10 +27,24 @@ Documented handling of awkward input (what the original does, unless said otherw
 * Sentences that tokenize to nothing are dropped; empty documents are dropped; no documents at
   all raises a ValueError. A vocabulary without [CLS], [SEP] or [MASK] raises a ValueError.
 
-Without NSP (`next_sentence_prediction=False`, MLM only, RoBERTa's DOC-SENTENCES): each
-document's tokens are concatenated and cut into full-length segments of the target length
-(`[CLS] x [SEP]`, segment ids all 0; a sentence may continue into the next instance; the last
-piece of a document may be shorter); `is_random_next` is False (written as label 0).
+`instance_format` picks the objective's instances (INSTANCE_FORMATS):
+
+* "nsp" (BERT, the default): the pairs above.
+* "sop" (ALBERT's sentence-order prediction): A and B are always CONSECUTIVE text of the same
+  document (A a random prefix of the chunk's sentences, B the rest) and are swapped with
+  probability 0.5; the label (`is_random_next`, written as `next_sentence_labels`) is 1 when
+  swapped. ALBERT's own script draws B from another document for a one-sentence chunk; here
+  that sentence is split at a random token instead, so every pair stays consecutive (a chunk
+  of a single one-token sentence cannot be split and makes no instance).
+* "doc_sentences" (RoBERTa's DOC-SENTENCES): `[CLS] x [SEP]` of whole sentences read in order
+  until the next would not fit; never crossing a document (its last instance may be short).
+  A sentence longer than `sequence_length - 2` is cut into full-length pieces (nothing lost).
+* "full_sentences" (RoBERTa's FULL-SENTENCES): the same, but an instance carries on into the
+  next document, with an extra [SEP] between the two documents.
+* "contiguous": each document's tokens cut into pieces of the target length, a sentence
+  running on into the next instance (the original script's MLM-only option).
+Without a sentence pair, segment ids are all 0 and `is_random_next` is False (label 0).
+RoBERTa's formats ignore `short_seq_prob` (the paper packs to the full length).
 
 `create_pretraining_instances` holds the tokenized corpus in memory, as the original does
 (random-next segments may come from any document). A corpus of any size goes through
@@ -47,6 +61,12 @@ from keras_bert_suite.tasks.pretrainer.data import static_masking as masking
 
 # Sentences are tokenized this many at a time (one traced tf.function call per batch).
 _TOKENIZE_BATCH = 2048
+INSTANCE_FORMATS = ("nsp", "sop", "doc_sentences", "full_sentences", "contiguous")
+
+
+def has_sentence_pair(instance_format):
+    """Whether instances are `[CLS] a [SEP] b [SEP]` pairs with a label (NSP, SOP)."""
+    return instance_format in ("nsp", "sop")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +82,7 @@ class PretrainingInstance:
 
 def create_pretraining_instances(
         documents, tokenizer, sequence_length=128, dupe_factor=10, short_seq_prob=0.1,
-        masked_lm_prob=0.15, max_predictions_per_seq=20, next_sentence_prediction=True,
+        masked_lm_prob=0.15, max_predictions_per_seq=20, instance_format="nsp",
         whole_word_masking=False, mask_token_rate=0.8, random_token_rate=0.1,
         static_masking=True, seed=12345):
     """Documents (iterables of sentence strings) -> a shuffled list of PretrainingInstance.
@@ -76,12 +96,11 @@ def create_pretraining_instances(
         short_seq_prob: probability of a shorter target length for a document.
         masked_lm_prob, max_predictions_per_seq, mask_token_rate, random_token_rate,
             whole_word_masking: masked-LM settings (masking.py).
-        next_sentence_prediction: False -> MLM-only instances of contiguous text.
+        instance_format: one of INSTANCE_FORMATS (see the module doc).
         static_masking: False leaves instances unmasked, for dynamic masking in tf.data.
         seed: seed of the `random.Random` driving every choice.
     """
-    check_instance_settings(sequence_length, dupe_factor, short_seq_prob,
-                            next_sentence_prediction)
+    check_instance_settings(sequence_length, dupe_factor, short_seq_prob, instance_format)
     config = masking_config(tokenizer, masked_lm_prob, max_predictions_per_seq, mask_token_rate,
                             random_token_rate, whole_word_masking)
     all_documents = tokenize_documents(documents, tokenizer)
@@ -89,25 +108,28 @@ def create_pretraining_instances(
         raise ValueError("The corpus is empty: no document has a sentence with a token. Check "
                          "the input files and the layout (sentence_per_line, "
                          "paragraph_per_line or jsonl).")
-    if next_sentence_prediction and len(all_documents) < 2:
+    if instance_format == "nsp" and len(all_documents) < 2:
         raise ValueError(
             "Next-sentence prediction needs at least 2 documents (random-next segments come from "
             "another document); the corpus has 1. Separate documents with blank lines, give "
-            "more files, or use next_sentence_prediction=False.")
+            "more files, or use another instance_format (e.g. 'doc_sentences', MLM only).")
     rng = random.Random(seed)
     instances = list(instances_from_token_documents(
         all_documents, rng, config, sequence_length, dupe_factor, short_seq_prob,
-        next_sentence_prediction, static_masking))
+        instance_format, static_masking))
     rng.shuffle(instances)
     return instances
 
 
-def check_instance_settings(sequence_length, dupe_factor, short_seq_prob,
-                            next_sentence_prediction):
+def check_instance_settings(sequence_length, dupe_factor, short_seq_prob, instance_format="nsp"):
     """ValueError for settings no instance can be made with."""
-    min_length = 5 if next_sentence_prediction else 3
+    if instance_format not in INSTANCE_FORMATS:
+        raise ValueError(f"instance_format must be one of {', '.join(INSTANCE_FORMATS)}, got "
+                         f"{instance_format!r}.")
+    pair = has_sentence_pair(instance_format)
+    min_length = 5 if pair else 3
     if not isinstance(sequence_length, int) or sequence_length < min_length:
-        layout = "[CLS] a [SEP] b [SEP]" if next_sentence_prediction else "[CLS] x [SEP]"
+        layout = "[CLS] a [SEP] b [SEP]" if pair else "[CLS] x [SEP]"
         raise ValueError(
             f"sequence_length={sequence_length!r} is too small: {layout} with one token per "
             f"segment needs at least {min_length}.")
@@ -132,17 +154,20 @@ def masking_config(tokenizer, masked_lm_prob=0.15, max_predictions_per_seq=20,
 
 def instances_from_token_documents(all_documents, rng, config, sequence_length=128,
                                    dupe_factor=10, short_seq_prob=0.1,
-                                   next_sentence_prediction=True, static_masking=True):
+                                   instance_format="nsp", static_masking=True):
     """Yields the PretrainingInstances of tokenized documents, in creation order.
 
     `all_documents` (lists of non-empty id lists) is shuffled in place first; random-next
-    segments come from these documents only. The caller shuffles the instances.
+    segments come from these documents only (FULL-SENTENCES instances cross from one to the
+    next in that order). The caller shuffles the instances.
     """
     rng.shuffle(all_documents)
-    make = _instances_with_nsp if next_sentence_prediction else _instances_without_nsp
+    make = _MAKERS[instance_format]
     cls_sep = (config.cls_token_id, config.sep_token_id)
+    # FULL-SENTENCES reads the corpus as one stream of documents; the others one at a time.
+    indices = [None] if instance_format == "full_sentences" else range(len(all_documents))
     for _ in range(dupe_factor):
-        for index in range(len(all_documents)):
+        for index in indices:
             for token_ids, segment_ids, is_random_next in make(
                     all_documents, index, sequence_length, short_seq_prob, rng, cls_sep):
                 positions, labels = [], []
@@ -213,6 +238,79 @@ def _instances_with_nsp(all_documents, document_index, sequence_length, short_se
         i += 1
 
 
+def _instances_with_sop(all_documents, document_index, sequence_length, short_seq_prob, rng,
+                        cls_sep):
+    """Yields (token_ids, segment_ids, swapped) for one document: consecutive A and B,
+    swapped with probability 0.5 (ALBERT's sentence order)."""
+    document = all_documents[document_index]
+    max_num_tokens = sequence_length - 3
+    target_seq_length = _target_length(max_num_tokens, short_seq_prob, rng)
+    chunk, chunk_length = [], 0
+    for i, sentence in enumerate(document):
+        chunk.append(sentence)
+        chunk_length += len(sentence)
+        if i == len(document) - 1 or chunk_length >= target_seq_length:
+            if len(chunk) >= 2:
+                a_end = rng.randint(1, len(chunk) - 1)
+                tokens_a = [t for s in chunk[:a_end] for t in s]
+                tokens_b = [t for s in chunk[a_end:] for t in s]
+            elif len(chunk[0]) >= 2:  # one sentence: split it at a random token
+                cut = rng.randint(1, len(chunk[0]) - 1)
+                tokens_a, tokens_b = list(chunk[0][:cut]), list(chunk[0][cut:])
+            else:
+                chunk, chunk_length = [], 0
+                continue
+            _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng)
+            swapped = rng.random() < 0.5
+            if swapped:
+                tokens_a, tokens_b = tokens_b, tokens_a
+            cls, sep = cls_sep
+            yield ([cls, *tokens_a, sep, *tokens_b, sep],
+                   [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1), swapped)
+            chunk, chunk_length = [], 0
+
+
+def _sentence_instances(documents, max_num_tokens, cls_sep, cross_documents):
+    """Yields the token lists of [CLS] x [SEP] instances of whole sentences (RoBERTa's DOC- /
+    FULL-SENTENCES); a sentence longer than an instance is cut into full pieces. Crossing
+    into the next document puts a [SEP] between the two (only inside an instance)."""
+    sep = cls_sep[1]
+    buffer, separate = [], False
+    for document in documents:
+        for sentence in document:
+            for start in range(0, len(sentence), max_num_tokens):
+                piece = list(sentence[start:start + max_num_tokens])
+                joint = [sep] if separate and buffer else []
+                if buffer and len(buffer) + len(joint) + len(piece) > max_num_tokens:
+                    yield buffer
+                    buffer, joint = [], []
+                buffer += joint + piece
+                separate = False
+        if cross_documents:
+            separate = True
+        elif buffer:
+            yield buffer
+            buffer = []
+    if buffer:
+        yield buffer
+
+
+def _instances_doc_sentences(all_documents, document_index, sequence_length, short_seq_prob,
+                             rng, cls_sep):
+    cls, sep = cls_sep
+    for tokens in _sentence_instances([all_documents[document_index]], sequence_length - 2,
+                                      cls_sep, cross_documents=False):
+        yield [cls, *tokens, sep], [0] * (len(tokens) + 2), False
+
+
+def _instances_full_sentences(all_documents, document_index, sequence_length, short_seq_prob,
+                              rng, cls_sep):
+    cls, sep = cls_sep
+    for tokens in _sentence_instances(all_documents, sequence_length - 2, cls_sep,
+                                      cross_documents=True):
+        yield [cls, *tokens, sep], [0] * (len(tokens) + 2), False
+
+
 def _instances_without_nsp(all_documents, document_index, sequence_length, short_seq_prob, rng,
                            cls_sep):
     """Yields ([CLS] x [SEP], zeros, False): the document's text cut into contiguous pieces."""
@@ -223,6 +321,11 @@ def _instances_without_nsp(all_documents, document_index, sequence_length, short
     for start in range(0, len(tokens), target):
         piece = tokens[start:start + target]
         yield [cls, *piece, sep], [0] * (len(piece) + 2), False
+
+
+_MAKERS = {"nsp": _instances_with_nsp, "sop": _instances_with_sop,
+           "doc_sentences": _instances_doc_sentences,
+           "full_sentences": _instances_full_sentences, "contiguous": _instances_without_nsp}
 
 
 def _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng):

@@ -47,7 +47,7 @@ def create_pretraining_data(
         max_line_bytes=document_io.DEFAULT_MAX_LINE_BYTES, sequence_length=128,
         max_predictions_per_seq=20, masked_lm_prob=0.15, mask_token_rate=0.8,
         random_token_rate=0.1, dupe_factor=10, short_seq_prob=0.1, whole_word_masking=False,
-        next_sentence_prediction=True, static_masking=True, eval_fraction=0.0,
+        instance_format="nsp", static_masking=True, eval_fraction=0.0,
         bucket_bytes=corpus_buckets.DEFAULT_BUCKET_BYTES, seed=12345, num_workers=None,
         pipeline_args=(), tokenizer=None, max_instances_per_row=None, log=print):
     """Runs the pipeline; returns the statistics (also written to `statistics.json`).
@@ -62,7 +62,8 @@ def create_pretraining_data(
         layout, text_field, max_line_bytes: how files are read (documents.py).
         sequence_length ... whole_word_masking: as google-research/bert's
             create_pretraining_data.py (its `max_seq_length` is `sequence_length`).
-        next_sentence_prediction: False -> MLM-only instances of contiguous text.
+        instance_format: "nsp" (BERT), "sop" (ALBERT), "doc_sentences" / "full_sentences"
+            (RoBERTa) or "contiguous" (instances.py).
         static_masking: False writes unmasked instances (no masked positions) for dynamic
             masking, which `kbs pretrain` applies anyway.
         eval_fraction: share of documents held out into `eval-*` shards.
@@ -84,7 +85,7 @@ def create_pretraining_data(
     files = _input_files(inputs)
     document_io.check_layout(layout)
     instance_lib.check_instance_settings(sequence_length, dupe_factor, short_seq_prob,
-                                         next_sentence_prediction)
+                                         instance_format)
     if max_instances_per_row is not None:
         from keras_bert_suite.tasks.pretrainer.data.packing import check_packing
 
@@ -109,7 +110,7 @@ def create_pretraining_data(
         masked_lm_prob=masked_lm_prob, mask_token_rate=mask_token_rate,
         random_token_rate=random_token_rate, dupe_factor=dupe_factor,
         short_seq_prob=short_seq_prob, whole_word_masking=whole_word_masking,
-        next_sentence_prediction=next_sentence_prediction, static_masking=static_masking,
+        instance_format=instance_format, static_masking=static_masking,
         eval_fraction=eval_fraction, bucket_bytes=bucket_bytes, seed=seed,
         max_instances_per_row=max_instances_per_row)
 
@@ -170,7 +171,7 @@ def _report(statistics, log):
     raise ValueError(
         "Next-sentence prediction needs at least 2 documents (random-next segments come from "
         "another document of the same bucket); every bucket had 1. Separate documents with "
-        "blank lines, give more files, or use next_sentence_prediction=False.")
+        "blank lines, give more files, or use another instance_format (e.g. 'doc_sentences').")
 
 
 def _input_files(inputs):

@@ -48,7 +48,7 @@ def split_files(files, eval_fraction, seed):
     return sorted(shuffled[num_eval:]), sorted(shuffled[:num_eval])
 
 
-def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log, cache_dir):
+def _feature_dataset(files, tfrecords, tokenizer, data, log, cache_dir):
     """An unbatched tf.data of unmasked feature dicts, and how many examples (None: unknown)."""
     from keras_bert_suite.tasks.pretrainer.data.tfrecords import (
         is_packed_tfrecord,
@@ -71,14 +71,14 @@ def _feature_dataset(files, tfrecords, tokenizer, data, nsp, log, cache_dir):
         # afresh each pass.
         return dataset.map(lambda f: {**f, "token_ids": restore_unmasked_ids(f)}), None
 
-    records = _corpus_records(files, tokenizer, data, nsp, cache_dir, log)
+    records = _corpus_records(files, tokenizer, data, cache_dir, log)
     dataset = read_pretraining_tfrecords(
         records["patterns"], data["sequence_length"], data["max_predictions_per_seq"],
         shuffle=False)
     return dataset, records["instances"]
 
 
-def _corpus_records(files, tokenizer, data, nsp, cache_dir, log):
+def _corpus_records(files, tokenizer, data, cache_dir, log):
     """Unmasked instances of text files, made by the Beam pipeline (pipeline.py) into
     `cache_dir` and streamed from there: memory does not grow with the corpus. A cache made
     from the same files (paths and sizes) with the same settings is reused (a resumed run
@@ -90,7 +90,8 @@ def _corpus_records(files, tokenizer, data, nsp, cache_dir, log):
     settings = {name: data[name] for name in (
         "layout", "sequence_length", "dupe_factor", "short_seq_prob", "max_predictions_per_seq",
         "masked_lm_prob", "whole_word_masking", "seed")}
-    settings.update(next_sentence_prediction=nsp, vocabulary=tokenizer.get_vocabulary(),
+    settings.update(instance_format=data["instance_format"],
+                    vocabulary=tokenizer.get_vocabulary(),
                     lowercase=tokenizer.lowercase,
                     files=[[path, tf.io.gfile.stat(path).length] for path in files])
     key_path = f"{cache_dir}/inputs.json"
@@ -111,7 +112,7 @@ def _corpus_records(files, tokenizer, data, nsp, cache_dir, log):
         max_predictions_per_seq=data["max_predictions_per_seq"],
         masked_lm_prob=data["masked_lm_prob"], dupe_factor=data["dupe_factor"],
         short_seq_prob=data["short_seq_prob"], whole_word_masking=data["whole_word_masking"],
-        next_sentence_prediction=nsp, static_masking=False, seed=data["seed"],
+        instance_format=data["instance_format"], static_masking=False, seed=data["seed"],
         num_workers=data["num_workers"], log=log)
     write_json(key_path, settings)
     return {"patterns": patterns, "instances": statistics["instances"]}
@@ -128,20 +129,34 @@ def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=N
     `data.max_instances_per_row` the instances are packed into rows (packing.py) after the
     shuffle and before masking; TFRecords written packed are read as they are."""
     from keras_bert_suite.tasks.pretrainer.data.dynamic_masking import DynamicMasker, apply_dynamic_masking
+    from keras_bert_suite.tasks.pretrainer.data.instances import has_sentence_pair
+    from keras_bert_suite.tasks.pretrainer.data.next_token import (
+        NextTokenTargets, apply_next_token_targets)
     from keras_bert_suite.tasks.pretrainer.data.packing import check_packing, pack_instances
 
     data, training = recipe["data"], recipe["training"]
-    nsp = recipe["model"]["next_sentence_prediction"]
+    data = {"instance_format": "nsp", "max_ngram": 1, "targets": "masked", **{
+        key: value for key, value in data.items() if value is not None or key not in (
+            "instance_format", "max_ngram", "targets")}}
+    if data["targets"] not in ("masked", "next_token"):
+        raise RecipeError(f"data.targets must be 'masked' (MLM) or 'next_token' (left-to-right "
+                          f"LM), got {data['targets']!r}.")
+    nsp = has_sentence_pair(data["instance_format"])
     if data["max_instances_per_row"] is not None:
         try:
             check_packing(data["sequence_length"], data["max_instances_per_row"],
                           data["max_predictions_per_seq"])
         except ValueError as error:
             raise RecipeError(f"data.max_instances_per_row: {error}") from None
-    masker = DynamicMasker.from_tokenizer(
-        tokenizer, max_predictions_per_seq=data["max_predictions_per_seq"],
-        mask_selection_rate=data["masked_lm_prob"],
-        whole_word_masking=data["whole_word_masking"])
+    if data["targets"] == "next_token":
+        targets = NextTokenTargets(data["max_predictions_per_seq"])
+    else:
+        targets = DynamicMasker.from_tokenizer(
+            tokenizer, max_predictions_per_seq=data["max_predictions_per_seq"],
+            mask_selection_rate=data["masked_lm_prob"],
+            whole_word_masking=data["whole_word_masking"], max_ngram=data["max_ngram"])
+    apply_targets = (apply_next_token_targets if data["targets"] == "next_token"
+                     else apply_dynamic_masking)
     if data["tfrecords"] is not None:
         train_files, eval_files = None, None
     else:
@@ -168,19 +183,19 @@ def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=N
         if not nsp:
             dataset = dataset.map(lambda f: {k: v for k, v in f.items()
                                              if k not in ("nsp_labels", "nsp_weights")})
-        return apply_dynamic_masking(dataset, masker, seed=data["seed"])
+        return apply_targets(dataset, targets, seed=data["seed"])
 
     if cache_dir is None and data["tfrecords"] is None:
         import tempfile
 
         cache_dir = tempfile.mkdtemp(prefix="kbs_pretraining_data_")
-    train, _ = _feature_dataset(train_files, data["tfrecords"], tokenizer, data, nsp, log,
+    train, _ = _feature_dataset(train_files, data["tfrecords"], tokenizer, data, log,
                                 cache_dir and f"{cache_dir}/train")
     train = prepare(train, True, _num_tfrecord_files(data["tfrecords"]))
     evaluation = None
     if data["eval_tfrecords"] is not None or eval_files:
         evaluation, _ = _feature_dataset(eval_files, data["eval_tfrecords"], tokenizer, data,
-                                         nsp, log, cache_dir and f"{cache_dir}/eval")
+                                         log, cache_dir and f"{cache_dir}/eval")
         # Masked once and cached: every evaluation scores the same predictions.
         evaluation = prepare(evaluation, False, _num_tfrecord_files(data["eval_tfrecords"]))
         evaluation = evaluation.take(training["eval_batches"]).cache()

@@ -1,0 +1,53 @@
+"""ELECTRA's corruption step: tokens sampled from the generator, put at the masked positions."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class SampleTokens(keras.layers.Layer):
+    """MLM logits [B, P, V] -> token ids [B, P] drawn from softmax(logits), without gradient
+    (ELECTRA trains the generator by its MLM loss only). The seed generator is the layer's
+    state, so JAX's stateless training draws new samples every step."""
+
+    def __init__(self, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def call(self, logits):
+        logits = ops.stop_gradient(ops.cast(logits, "float32"))
+        shape = ops.shape(logits)
+        flat = ops.reshape(logits, (-1, shape[-1]))
+        sampled = keras.random.categorical(flat, 1, seed=self.seed_generator, dtype="int32")
+        return ops.reshape(sampled, shape[:-1])
+
+    def compute_output_shape(self, logits_shape):
+        return tuple(logits_shape[:-1])
+
+    def get_config(self):
+        return {**super().get_config(), "seed": self.seed}
+
+
+def at_positions(positions, values, length):
+    """([B, T] True where a real slot of `positions` [B, P] points, [B, T] its `values`).
+    A real slot has a position > 0: padded slots point at 0 ([CLS], never masked)."""
+    positions = ops.cast(positions, "int32")
+    one_hot = ops.one_hot(positions, length, dtype="int32")  # [B, P, T]
+    one_hot = one_hot * ops.cast(ops.greater(positions, 0), "int32")[..., None]
+    hit = ops.greater(ops.sum(one_hot, axis=1), 0)  # [B, T]
+    value = ops.sum(one_hot * ops.cast(values, "int32")[..., None], axis=1)  # [B, T]
+    return hit, value
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class ReplaceTokens(keras.layers.Layer):
+    """(token_ids [B, T], mask_positions [B, P], sampled ids [B, P]) -> the discriminator's
+    input: `token_ids` with the samples at the real masked positions."""
+
+    def call(self, token_ids, mask_positions, sampled):
+        hit, value = at_positions(mask_positions, sampled, ops.shape(token_ids)[1])
+        return ops.where(hit, value, ops.cast(token_ids, "int32"))
+
+    def compute_output_shape(self, token_ids_shape, mask_positions_shape, sampled_shape):
+        return tuple(token_ids_shape)

@@ -1,0 +1,242 @@
+"""ElectraPretrainer: ELECTRA's generator and discriminator trained together (Clark et al. 2020)."""
+
+import keras
+from keras import ops
+
+from keras_bert_suite.layers.generator_sampling import ReplaceTokens, SampleTokens, at_positions
+from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
+from keras_bert_suite.layers.replaced_token_head import ReplacedTokenHead
+from keras_bert_suite.layers.transformer_block import TransformerBlock
+from keras_bert_suite.layers.initializer import BertInitializer
+from keras_bert_suite.models import weight_names
+from keras_bert_suite.models.encoder import EncoderParts, _encode
+from keras_bert_suite.names import ENCODER_INPUTS, MASK_POSITIONS
+from keras_bert_suite.tasks.task import BertTask, freeze_unused_pooler, resolve_encoder
+
+# The metrics fit() logs beside the total `loss`.
+METRIC_NAMES = ("generator_loss", "generator_accuracy", "discriminator_loss",
+                "discriminator_accuracy", "replaced_fraction")
+
+
+def generator_sizes(encoder, generator_size):
+    """(hidden, heads, intermediate) of the generator: `generator_size` of the
+    discriminator's each (ELECTRA's rule), at least one head, hidden a multiple of heads."""
+    if not 0.0 < generator_size <= 1.0:
+        raise ValueError(f"generator_size is a fraction of the discriminator's width in "
+                         f"(0, 1] (ELECTRA: 0.25 small, 1/3 base), got {generator_size!r}.")
+    heads = max(1, int(encoder.num_heads * generator_size))
+    hidden = max(heads, int(encoder.hidden_dim * generator_size) // heads * heads)
+    intermediate = max(1, int(encoder.intermediate_dim * generator_size))
+    return hidden, heads, intermediate
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_suite")
+class ElectraPretrainer(BertTask):
+    """ELECTRA pretraining: a small generator fills the masked positions with tokens it
+    samples, and the discriminator (the model that fine-tunes) tells for every token whether
+    it was replaced.
+
+    * The generator has the discriminator's depth and `generator_size` of its width, heads
+      and feed-forward size; the two share the whole embeddings block (token, position and
+      segment tables and their LayerNorm), and the generator's masked-LM decoder is tied to
+      it. Each keeps its own embedding -> hidden projection where the widths differ.
+    * Tokens are sampled from the generator's softmax without gradient; the discriminator
+      reads the original tokens with the samples at the masked positions. A sample equal to
+      the original counts as original ("replaced" means a different token).
+    * Loss = generator MLM cross-entropy (mean over real predictions) + `rtd_weight` (50) x
+      discriminator sigmoid cross-entropy (mean over real tokens).
+
+    Data: the same as `BertPretrainer` without NSP: x = `token_ids` (masked), `segment_ids`,
+    `padding_mask`, `mask_positions` [B, P]; y = {"mlm_labels", "mlm_weights"}. Padded
+    prediction slots point at position 0 ([CLS], which is never masked) and change nothing.
+
+    `encoder` is the discriminator's; `detector()` returns it with its replaced-token head
+    as a `ReplacedTokenDetector` (transformers' ElectraForPreTraining via save_huggingface),
+    and `save_to_preset` writes a preset that ReplacedTokenDetector and every task read.
+    Logged: `loss`, `generator_loss`, `generator_accuracy`, `discriminator_loss`,
+    `discriminator_accuracy` (over real tokens) and `replaced_fraction`.
+
+    >>> import numpy as np
+    >>> from keras_bert_suite import BertEncoder
+    >>> electra = ElectraPretrainer(BertEncoder(
+    ...     vocabulary_size=50, num_layers=1, num_heads=4, hidden_dim=16, intermediate_dim=32,
+    ...     embedding_dim=8), generator_size=0.25, seed=1)
+    >>> x = {"token_ids": np.array([[2, 4, 9, 3]], "int32"), "segment_ids": np.zeros((1, 4), "int32"),
+    ...      "padding_mask": np.ones((1, 4), "int32"), "mask_positions": np.array([[1, 0]], "int32")}
+    >>> y = {"mlm_labels": np.array([[7, 0]], "int32"), "mlm_weights": np.array([[1.0, 0.0]], "float32")}
+    >>> sorted(electra.fit(x, y, verbose=0).history)
+    ['discriminator_accuracy', 'discriminator_loss', 'generator_accuracy', 'generator_loss', 'loss', 'replaced_fraction']
+    """
+
+    task_name = "electra_pretrainer"
+
+    def __init__(self, encoder=None, generator_size=0.25, rtd_weight=50.0, preprocessor=None,
+                 seed=None, backbone=None, **kwargs):
+        encoder = resolve_encoder(encoder, backbone)
+        hidden, heads, intermediate = generator_sizes(encoder, generator_size)
+        policy = encoder.layer_dtype_policy
+        initializer = BertInitializer(stddev=encoder.initializer_range)
+        embedding_width = encoder.embedding_dim or encoder.hidden_dim
+        projection = None
+        if embedding_width != hidden:
+            projection = keras.layers.Dense(hidden, kernel_initializer=initializer,
+                                            dtype=policy, name="generator_projection")
+        blocks = [TransformerBlock(heads, hidden, intermediate, dropout=encoder.dropout,
+                                   layer_norm_epsilon=encoder.layer_norm_epsilon,
+                                   initializer_range=encoder.initializer_range,
+                                   activation=encoder.activation, dtype=policy,
+                                   name=f"generator_layer_{i}")
+                  for i in range(encoder.num_layers)]
+        generator = EncoderParts(encoder.embeddings, projection, blocks,
+                                 [[i] for i in range(encoder.num_layers)],
+                                 keras.layers.Identity(name="generator_cls"), encoder.causal)
+        generator_head = MaskedLMHead(
+            encoder.token_embedding, layer_norm_epsilon=encoder.layer_norm_epsilon,
+            initializer_range=encoder.initializer_range, activation=encoder.activation,
+            dtype=policy, name="generator_head")
+        sampler = SampleTokens(seed, name="sample_tokens")
+        detector_head = ReplacedTokenHead(encoder.hidden_dim, activation=encoder.activation,
+                                          initializer_range=encoder.initializer_range,
+                                          dtype=policy, name="replaced_token_head")
+
+        # === Functional graph ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+                  for name in ENCODER_INPUTS + (MASK_POSITIONS,)}
+        originals = {name: inputs[name] for name in ENCODER_INPUTS}
+        positions = inputs[MASK_POSITIONS]
+        with_cls = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
+        rows, _, _ = _encode(generator, originals, rows=with_cls)  # [B, 1 + P, Hg]
+        mlm_logits = generator_head(rows[:, 1:])  # [B, P, V]
+        sampled = sampler(mlm_logits)  # [B, P]
+        corrupted = ReplaceTokens(name="replace_tokens")(inputs["token_ids"], positions, sampled)
+        sequence = encoder({**originals, "token_ids": corrupted})["sequence_output"]
+        outputs = {"mlm_logits": mlm_logits, "rtd_logits": detector_head(sequence),
+                   "sampled_ids": sampled}
+        super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
+        freeze_unused_pooler(encoder)  # the heads read sequence outputs only
+        self.generator_size = generator_size
+        self.rtd_weight = float(rtd_weight)
+        self.seed = seed
+        self.generator_parts = generator
+        self.generator_head = generator_head
+        self.replaced_token_head = detector_head
+        self.trackers = {name: keras.metrics.Mean(name=name) for name in METRIC_NAMES}
+        self.compile()
+
+    def _check_inputs(self, inputs):
+        expected = ENCODER_INPUTS + (MASK_POSITIONS,)
+        if not isinstance(inputs, dict) or set(inputs) != set(expected):
+            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+            raise ValueError(f"ElectraPretrainer takes a dict with keys {list(expected)} (masked "
+                             f"inputs from the data pipeline); got {got}.")
+
+    # === Loss and metrics ===
+
+    def default_optimizer(self):
+        from keras_bert_suite.training.optimizers import create_optimizer
+
+        return create_optimizer("adamw")  # pretraining's constant 1e-4
+
+    def default_loss(self):
+        return None  # compute_loss below: the two terms need the sampled tokens
+
+    def default_weighted_metrics(self):
+        return None
+
+    def loss_terms(self, x, y, y_pred):
+        """{"generator_loss", "discriminator_loss", "generator_accuracy",
+        "discriminator_accuracy", "replaced_fraction"} of one batch."""
+        labels = ops.cast(y["mlm_labels"], "int32")
+        weights = ops.cast(y.get("mlm_weights", ops.ones_like(labels)), "float32")
+        logits = ops.cast(y_pred["mlm_logits"], "float32")
+        cross_entropy = ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+        slots = ops.maximum(ops.sum(weights), 1.0)
+        generator_loss = ops.sum(cross_entropy * weights) / slots
+        hit = ops.cast(ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), labels),
+                       "float32")
+        generator_accuracy = ops.sum(hit * weights) / slots
+
+        replaced = self.replaced_tokens(x, y, y_pred["sampled_ids"])  # [B, T] 0/1
+        real = ops.cast(ops.greater(x["padding_mask"], 0), "float32")
+        rtd_logits = ops.cast(y_pred["rtd_logits"], "float32")
+        tokens = ops.maximum(ops.sum(real), 1.0)
+        binary = ops.binary_crossentropy(replaced, rtd_logits, from_logits=True)
+        discriminator_loss = ops.sum(binary * real) / tokens
+        correct = ops.cast(ops.equal(ops.cast(ops.greater(rtd_logits, 0.0), "float32"),
+                                     replaced), "float32")
+        return {"generator_loss": generator_loss, "discriminator_loss": discriminator_loss,
+                "generator_accuracy": generator_accuracy,
+                "discriminator_accuracy": ops.sum(correct * real) / tokens,
+                "replaced_fraction": ops.sum(replaced * real) / tokens}
+
+    @staticmethod
+    def replaced_tokens(x, y, sampled):
+        """[B, T] float 1.0 where the discriminator's input differs from the original token:
+        a real prediction slot whose sample is not the label."""
+        labels = ops.cast(y["mlm_labels"], "int32")
+        weights = y.get("mlm_weights", ops.ones_like(labels))
+        changed = ops.logical_and(ops.not_equal(ops.cast(sampled, "int32"), labels),
+                                  ops.greater(weights, 0))
+        hit, value = at_positions(x[MASK_POSITIONS], ops.cast(changed, "int32"),
+                                  ops.shape(x["token_ids"])[1])
+        return ops.cast(ops.logical_and(hit, ops.greater(value, 0)), "float32")
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        terms = self.loss_terms(x, y, y_pred)
+        total = terms["generator_loss"] + self.rtd_weight * terms["discriminator_loss"]
+        if self.losses:
+            total = total + ops.sum(self.losses)
+        return total
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        for name, value in self.loss_terms(x, y, y_pred).items():
+            self.trackers[name].update_state(value)
+        return self.get_metrics_result()
+
+    @property
+    def metrics(self):
+        return [*super().metrics, *self.trackers.values()]
+
+    def labels_by_output(self, y, sample_weight):
+        if not isinstance(y, dict) or "mlm_labels" not in y or not set(y) <= {
+                "mlm_labels", "mlm_weights"}:
+            got = sorted(y) if isinstance(y, dict) else type(y).__name__
+            raise ValueError(f"ElectraPretrainer expects labels {{'mlm_labels', 'mlm_weights'}} "
+                             f"(as BertPretrainer without NSP); got {got}.")
+        return y, sample_weight
+
+    # === The discriminator, weights and presets ===
+
+    def detector(self):
+        """The discriminator as a ReplacedTokenDetector sharing this model's weights."""
+        from keras_bert_suite.tasks.pretrainer.replaced_token_detector import (
+            ReplacedTokenDetector)
+
+        detector = ReplacedTokenDetector(self.encoder, preprocessor=self.preprocessor)
+        for mine, theirs in zip(self.replaced_token_head.weights,
+                                detector.replaced_token_head.weights):
+            theirs.assign(mine)
+        return detector
+
+    def weight_map(self):
+        """The discriminator's names (the encoder's plus `rtd/...`)."""
+        return {**self.encoder.weight_map(),
+                **weight_names.replaced_token_head_variables(self.replaced_token_head)}
+
+    def preset_weights(self):
+        return self.weight_map()  # a ReplacedTokenDetector (and any task) reads the preset
+
+    @classmethod
+    def _from_checkpoint(cls, preset, load_weights, encoder_overrides, preprocessor,
+                         task_arguments):
+        checkpoint, encoder = cls._checkpoint_and_encoder(preset, load_weights,
+                                                          encoder_overrides)
+        model = cls(encoder, preprocessor=preprocessor, **task_arguments)
+        if checkpoint.weights is not None:
+            model._load_heads({"replaced-token": weight_names.replaced_token_head_variables(
+                model.replaced_token_head)}, checkpoint.weights, preset)
+        return model
+
+    def get_config(self):
+        return {**super().get_config(), "generator_size": self.generator_size,
+                "rtd_weight": self.rtd_weight, "seed": self.seed}
