@@ -5,7 +5,8 @@
                         A pruned encoder's config also holds its per-layer sizes
                         (`layer_num_heads`, `layer_intermediate_dims`) and is
                         format_version 3, so an older reader says to upgrade instead of
-                        failing on the unknown arguments; other presets stay version 2.
+                        failing on the unknown arguments; so is a causal (left-to-right)
+                        encoder's, with "causal": true. Other presets stay version 2.
     model.weights.npz   {canonical weight name: array} (checkpoints/weight_table.py names; also
                         `mlm/...`, `nsp/...` when a pretrainer saved its heads)
                         Version 1 stored each qkv kernel [H, 3H] and bias [3H]; they load
@@ -64,6 +65,8 @@ def save(directory, config, weight_map, vocabulary=None, lowercase=True):
         architecture = {key: config[key] for key in ENCODER_CONFIG_KEYS if key in config}
         per_layer = {key: list(config[key]) for key in PER_LAYER_CONFIG_KEYS
                      if config.get(key) is not None}
+        if config.get("causal"):  # a left-to-right encoder: older readers must not drop it
+            per_layer["causal"] = True
         write_json(os.path.join(staging, CONFIG_FILE), {
             "format": FORMAT_MARKER,
             "format_version": FORMAT_VERSION if per_layer else UNPRUNED_FORMAT_VERSION,

@@ -7,19 +7,22 @@ from keras import ops
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class SampleTokens(keras.layers.Layer):
     """MLM logits [B, P, V] -> token ids [B, P] drawn from softmax(logits), without gradient
-    (ELECTRA trains the generator by its MLM loss only). The seed generator is the layer's
-    state, so JAX's stateless training draws new samples every step."""
+    (ELECTRA trains the generator by its MLM loss only). In training the seed generator is
+    the layer's state, so every step (JAX's stateless ones too) draws new samples; in
+    inference the draw uses the fixed `seed` (0 when None), so evaluating or predicting a
+    batch twice gives the same samples and the same scores."""
 
     def __init__(self, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
-    def call(self, logits):
+    def call(self, logits, training=None):
         logits = ops.stop_gradient(ops.cast(logits, "float32"))
         shape = ops.shape(logits)
         flat = ops.reshape(logits, (-1, shape[-1]))
-        sampled = keras.random.categorical(flat, 1, seed=self.seed_generator, dtype="int32")
+        seed = self.seed_generator if training else (self.seed or 0)
+        sampled = keras.random.categorical(flat, 1, seed=seed, dtype="int32")
         return ops.reshape(sampled, shape[:-1])
 
     def compute_output_shape(self, logits_shape):

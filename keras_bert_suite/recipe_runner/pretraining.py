@@ -128,7 +128,8 @@ def _objective_model(recipe, vocabulary_size):
         model = ElectraPretrainer.from_preset(
             model_config["preset"], load_weights=model_config["load_weights"],
             encoder_overrides=overrides, generator_size=model_config["generator_size"],
-            rtd_weight=training["rtd_loss_weight"])
+            rtd_weight=training["rtd_loss_weight"], preprocessor=None,
+            seed=training["seed"])
         return model, None
     model = BertPretrainer.from_preset(
         model_config["preset"], load_weights=model_config["load_weights"],
@@ -176,11 +177,10 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
 
     with run.building():
         pretrainer, loss_weights = _objective_model(recipe, tokenizer.vocabulary_size())
-        encoder = getattr(pretrainer, "encoder", None) or pretrainer.detector.encoder
-        if encoder.max_sequence_length < data["sequence_length"]:
+        if pretrainer.encoder.max_sequence_length < data["sequence_length"]:
             raise RecipeError(
                 f"data.sequence_length={data['sequence_length']} exceeds the model's "
-                f"max_sequence_length={encoder.max_sequence_length}.")
+                f"max_sequence_length={pretrainer.encoder.max_sequence_length}.")
         run.compile(pretrainer, recipe_optimizer(training["optimizer"],
                                                  training["num_train_steps"]),
                     loss_weights=loss_weights)
