@@ -35,8 +35,7 @@ def test_override_values_are_parsed_as_json():
     assert parse_override("training.batch_size=64") == ("training.batch_size", 64)
     assert parse_override("training.optimizer.learning_rate=5e-4") == (
         "training.optimizer.learning_rate", 0.0005)
-    assert parse_override("model.next_sentence_prediction=false") == (
-        "model.next_sentence_prediction", False)
+    assert parse_override("model.load_weights=false") == ("model.load_weights", False)
     assert parse_override("data.max_files=null") == ("data.max_files", None)
     assert parse_override('data.corpus=["a/*.txt", "b.txt"]') == (
         "data.corpus", ["a/*.txt", "b.txt"])
@@ -213,3 +212,36 @@ def test_nsp_loss_weight_scales_the_nsp_term_of_the_loss(tmp_path, sotu_files):
     final = summary["history"][-1]
     assert final["val_loss"] == pytest.approx(
         final["val_mlm_logits_loss"] + 3.0 * final["val_nsp_logits_loss"], rel=1e-5)
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("recipe_name, objective, instance_format, targets, logged", [
+    ("pretrain_cpu_roberta", "mlm", "doc_sentences", "masked", "mlm_logits_accuracy"),
+    ("pretrain_cpu_albert", "mlm_sop", "sop", "masked", "nsp_logits_accuracy"),
+    ("pretrain_cpu_electra", "electra", "doc_sentences", "masked", "discriminator_accuracy"),
+    ("pretrain_cpu_ltr", "ltr", "doc_sentences", "next_token", "mlm_logits_accuracy"),
+])
+def test_every_objective_trains_from_its_recipe(tmp_path, sotu_files, recipe_name, objective,
+                                                instance_format, targets, logged):
+    from keras_bert_suite import ElectraPretrainer, ReplacedTokenDetector
+
+    shared = ["model.encoder_overrides.num_layer_groups=1"] if objective == "mlm_sop" else []
+    recipe = load_recipe(recipe_name, overrides=TINY + shared + [
+        "training.num_train_steps=2", "training.checkpoint_every_n_steps=2"])
+    output = str(tmp_path / "run")
+    summary = recipe_runner.run_pretraining(recipe, output, verbose=0, log=lambda *_: None)
+    with open(os.path.join(output, "recipe.json")) as f:
+        data = json.load(f)["data"]  # the objective's data settings, resolved
+    assert (data["instance_format"], data["targets"]) == (instance_format, targets)
+    assert data["max_ngram"] == (3 if objective == "mlm_sop" else 1)
+    assert {logged, f"val_{logged}", "loss"} <= set(summary["history"][-1])
+    model, preset = summary["model"], os.path.join(output, "preset")
+    if objective == "electra":
+        assert isinstance(model, ElectraPretrainer)
+        assert isinstance(ReplacedTokenDetector.from_preset(preset), ReplacedTokenDetector)
+    else:
+        back = BertPretrainer.from_preset(preset)
+        assert back.encoder.causal == (objective == "ltr")
+        assert back.next_sentence_prediction == (objective == "mlm_sop")
+        if objective == "mlm_sop":
+            assert model.encoder.num_layer_groups == 1  # ALBERT's shared layers

@@ -10,9 +10,11 @@ def check_weights(temperature, **weights):
     for name, value in weights.items():
         if not isinstance(value, numbers.Real) or value < 0:
             raise ValueError(f"{name} must be a number >= 0, got {value!r}.")
-    if not any(weights[name] for name in ("soft_weight", "hidden_weight", "attention_weight")):
-        raise ValueError("Nothing to distil: soft_weight, hidden_weight and attention_weight "
-                         "are all 0 (that is plain fine-tuning; use the student's own fit).")
+    if not any(weights.get(name) for name in ("soft_weight", "hidden_weight", "attention_weight",
+                                              "cosine_weight")):
+        raise ValueError("Nothing to distil: soft_weight, hidden_weight, attention_weight and "
+                         "cosine_weight are all 0 (that is plain fine-tuning; use the "
+                         "student's own fit).")
 
 
 def check_pair(teacher, student):

@@ -26,6 +26,8 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
       + hidden_weight    x MSE between student layer i and teacher layer layer_map[i]
                            (TinyBERT; the embedding outputs too; a learned projection when
                            the widths differ)
+      + cosine_weight    x 1 - cos(teacher, student) of the last layer's hidden states,
+                           averaged over real tokens (DistilBERT; equal widths)
       + attention_weight x KL between the teacher's and the student's self-attention
                            relations at `attention_layers` (MiniLM: `relations` "qk" is the
                            attention distribution, "vv" the value relation), on
@@ -47,7 +49,9 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
         student: a task model of the same class, the same vocabulary, no deeper or wider
             than the teacher (`student_from_teacher` makes one DistilBERT's way).
         temperature: softening temperature T (> 0).
-        soft_weight, hard_weight, hidden_weight, attention_weight: loss weights (>= 0).
+        soft_weight, hard_weight, hidden_weight, cosine_weight, attention_weight: loss
+            weights (>= 0). DistilBERT's triple loss on a pretrainer: soft_weight=5.0 (T = 2),
+            hard_weight=2.0 (the masked LM), cosine_weight=1.0.
         layer_map: teacher layer (1-based) for each student layer, for the hidden-state loss;
             default uniform (TinyBERT): student layer i <- teacher layer i * L_t / L_s.
         attention_layers: (teacher layer, student layer), 1-based, for the relation loss;
@@ -73,16 +77,23 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
     def __init__(self, teacher, student, temperature=2.0, soft_weight=0.5, hard_weight=0.5,
                  hidden_weight=0.0, attention_weight=0.0, layer_map=None,
                  attention_layers=None, relations=DEFAULT_RELATIONS, num_relation_heads=None,
-                 **kwargs):
+                 cosine_weight=0.0, **kwargs):
         super().__init__(**kwargs)
         checks.check_weights(temperature=temperature, soft_weight=soft_weight,
                              hard_weight=hard_weight, hidden_weight=hidden_weight,
-                             attention_weight=attention_weight)
+                             attention_weight=attention_weight, cosine_weight=cosine_weight)
         checks.check_pair(teacher, student)
-        uses_internals = hidden_weight > 0 or attention_weight > 0
+        uses_internals = hidden_weight > 0 or attention_weight > 0 or cosine_weight > 0
         if uses_internals and teacher is None:
-            raise ValueError("hidden_weight and attention_weight need the teacher itself (its "
-                             "layers, not only its outputs): pass teacher=, or set both to 0.")
+            raise ValueError("hidden_weight, attention_weight and cosine_weight need the teacher "
+                             "itself (its layers, not only its outputs): pass teacher=, or set "
+                             "them to 0.")
+        if cosine_weight > 0 and student.encoder.hidden_dim != teacher.encoder.hidden_dim:
+            raise ValueError(
+                f"cosine_weight compares hidden states of equal width; the student's is "
+                f"{student.encoder.hidden_dim} and the teacher's {teacher.encoder.hidden_dim}. "
+                f"Use a student of the teacher's width (student_from_teacher), or "
+                f"hidden_weight, which learns a projection between widths.")
         if teacher is not None:
             teacher.trainable = False  # frozen: the student learns, the teacher teaches
         self.teacher = teacher
@@ -92,6 +103,7 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
         self.hard_weight = hard_weight
         self.hidden_weight = hidden_weight
         self.attention_weight = attention_weight
+        self.cosine_weight = cosine_weight
         self.relations = tuple(relations)
         self.layer_map = self.attention_layers = self.num_relation_heads = None
         self.hidden_projection = None
@@ -107,7 +119,7 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
                 teacher, student, num_relation_heads, self.relations, self.attention_layers)
         self.output_names = student.output_names  # compile()'s loss/metric dicts by name
         self.loss_trackers = {name: keras.metrics.Mean(name=f"{name}_loss") for name in
-                              ("hard", "soft", "hidden", "attention")
+                              ("hard", "soft", "hidden", "attention", "cosine")
                               if getattr(self, f"{name}_weight") > 0}
         self.compile()
 
@@ -115,8 +127,9 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
 
     def call(self, inputs, training=None):
         """{"student": the student's outputs, "teacher": the teacher's (None without a
-        teacher)} and, with intermediate losses, "hidden_loss" / "attention_loss" [B]."""
-        if self.hidden_weight == 0 and self.attention_weight == 0:
+        teacher)} and, with intermediate losses, "hidden_loss" / "attention_loss" /
+        "cosine_loss" [B]."""
+        if self.hidden_weight == 0 and self.attention_weight == 0 and self.cosine_weight == 0:
             teacher = None if self.teacher is None else _no_gradient(
                 self.teacher(inputs, training=False))
             return {"student": self.student(inputs, training=training), "teacher": teacher}
@@ -133,6 +146,9 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
         if self.attention_weight > 0:
             outputs["attention_loss"] = self._attention_loss(teacher_hidden, student_hidden,
                                                              padding_mask)
+        if self.cosine_weight > 0:
+            outputs["cosine_loss"] = losses.cosine_loss(teacher_hidden[-1], student_hidden[-1],
+                                                        padding_mask)
         return outputs
 
     def _hidden_loss(self, teacher_hidden, student_hidden, padding_mask):
@@ -185,7 +201,7 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
             terms["hard"] = super().compute_loss(x, labels, student_outputs, sample_weight,
                                                  training=training)
         terms["soft"] = self._soft_loss(teacher_outputs, student_outputs, x, sample_weight)
-        for name in ("hidden", "attention"):
+        for name in ("hidden", "attention", "cosine"):
             if f"{name}_loss" in y_pred:
                 terms[name] = ops.mean(y_pred[f"{name}_loss"])
         total = 0.0
@@ -259,6 +275,7 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
             "hard_weight": self.hard_weight,
             "hidden_weight": self.hidden_weight,
             "attention_weight": self.attention_weight,
+            "cosine_weight": self.cosine_weight,
             "layer_map": list(self.layer_map) if self.layer_map else None,
             "attention_layers": (list(self.attention_layers) if self.attention_layers
                                  else None),

@@ -54,6 +54,16 @@ def hidden_state_loss(teacher_hidden, student_hidden, padding_mask):
     return masked_mean(error, padding_mask)
 
 
+def cosine_loss(teacher_hidden, student_hidden, padding_mask):
+    """DistilBERT's cosine embedding loss: 1 - cos(teacher, student) of each token's hidden
+    state, averaged over real tokens (padding_mask > 0): [B, T, H] x 2 -> [B]."""
+    teacher, student = _float(teacher_hidden), _float(student_hidden)
+    dot = ops.sum(teacher * student, axis=-1)
+    norms = ops.sqrt(ops.sum(ops.square(teacher), axis=-1) * ops.sum(ops.square(student), axis=-1))
+    cosine = dot / ops.maximum(norms, 1e-12)
+    return masked_mean(1.0 - cosine, ops.greater(padding_mask, 0))
+
+
 def relation_log_probs(a, b, num_relation_heads, padding_mask):
     """log softmax(A B^T / sqrt(d)) per relation head: A, B [B, T, W] are split into
     `num_relation_heads` heads of W / R features -> [B, R, T, T] (padding keys excluded)."""

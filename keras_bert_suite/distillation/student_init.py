@@ -8,17 +8,24 @@ from keras_bert_suite.models.rebuild import rebuild, weight_arrays
 
 def evenly_spaced_layers(teacher_layers, student_layers):
     """0-based teacher layers for a student: the first, the last and evenly between them —
-    12 -> 6 gives DistilBERT's (0, 2, 4, 7, 9, 11)."""
+    12 -> 6 gives (0, 2, 4, 7, 9, 11), the layers the released DistilBERT was initialised
+    from (transformers' extract_distilbert.py)."""
     if student_layers == 1:
         return (0,)
     step = (teacher_layers - 1) / (student_layers - 1)
     return tuple(int(i * step + 0.5) for i in range(student_layers))
 
 
+def every_other_layer(teacher_layers):
+    """0-based teacher layers 0, 2, 4, ...: "one layer out of two", as the DistilBERT paper
+    describes its initialisation (12 -> (0, 2, 4, 6, 8, 10))."""
+    return tuple(range(0, teacher_layers, 2))
+
+
 def student_from_teacher(teacher, num_layers=None, layers=None):
     """A copy of `teacher` (a task model or a BertEncoder) that keeps transformer layers
-    `layers` (0-based teacher indices, in order) or `num_layers` evenly spaced ones
-    (`evenly_spaced_layers`). Its weights are the teacher's exactly: student layer i is
+    `layers` (0-based teacher indices, in order; or "every_other": `every_other_layer`) or
+    `num_layers` evenly spaced ones (`evenly_spaced_layers`). Its weights are the teacher's exactly: student layer i is
     teacher layer layers[i]; the embeddings, pooler, task head and preprocessor are copied.
     A LoRA teacher gives a plain student with the merged weights. A teacher whose layers
     share one group of blocks (ALBERT) gives a student that runs the same blocks fewer times.
@@ -31,6 +38,11 @@ def student_from_teacher(teacher, num_layers=None, layers=None):
     """
     teacher = without_lora(teacher)
     encoder = encoder_of(teacher, "student_from_teacher")
+    if isinstance(layers, str):
+        if layers != "every_other":
+            raise ValueError(f"layers must be a list of teacher layers or 'every_other', got "
+                             f"{layers!r}.")
+        layers = every_other_layer(encoder.num_layers)
     layers = _check_layers(encoder.num_layers, num_layers, layers)
     weights = weight_arrays(encoder)
     if encoder.num_layer_groups is None:

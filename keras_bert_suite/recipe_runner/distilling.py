@@ -32,6 +32,7 @@ DEFAULTS = merged(finetuning.DEFAULTS, {
         "hard_weight": 0.5,
         "hidden_weight": 0.0,  # TinyBERT's hidden-state MSE
         "attention_weight": 0.0,  # MiniLM's attention relations
+        "cosine_weight": 0.0,  # DistilBERT's cosine of the last hidden states (equal widths)
         # The student's training where it differs from the teacher's (null: training.*):
         # small students like a higher rate and more epochs.
         "epochs": None,
@@ -103,7 +104,8 @@ def run_distillation(recipe, output_dir, callbacks=(), verbose="auto", log=print
         distiller = BertDistiller(
             teacher, student, temperature=config["temperature"],
             soft_weight=config["soft_weight"], hard_weight=config["hard_weight"],
-            hidden_weight=config["hidden_weight"], attention_weight=config["attention_weight"])
+            hidden_weight=config["hidden_weight"], attention_weight=config["attention_weight"],
+            cosine_weight=config["cosine_weight"])
         run.compile(distiller, recipe_optimizer(training["optimizer"], total_steps))
     log(f"Student: {student.encoder.num_layers} layers, {parameter_count(student.weights):,} "
         f"parameters (teacher: {teacher.encoder.num_layers} layers, "

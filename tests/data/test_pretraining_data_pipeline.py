@@ -111,7 +111,7 @@ def test_a_shard_is_the_in_memory_algorithm_on_its_bucket(pipeline_output, twelv
     rng = random.Random(f"{settings.seed}\x1f{('train', 0, 0)}")
     expected = [corpus_buckets.serialize(instance, settings)
                 for instance in instance_lib.instances_from_token_documents(
-                    tokenized, rng, writer.config, 64, 2, 0.1, True, True)]
+                    tokenized, rng, writer.config, 64, 2, 0.1, "nsp", True)]
     rng.shuffle(expected)
     assert _records(f"{output}/train-00000-0000.tfrecord")["train-00000-0000.tfrecord"] == expected
 
@@ -163,7 +163,7 @@ def test_beam_pipeline_statistics_with_beams_testing_utilities(tmp_path, twelve_
     settings = corpus_buckets.PretrainingDataSettings(
         vocabulary=tuple(uncased_tokenizer.get_vocabulary()), layout="paragraph_per_line",
         dupe_factor=1, sequence_length=64, max_predictions_per_seq=10,
-        next_sentence_prediction=False, bucket_bytes=200_000)
+        instance_format="contiguous", bucket_bytes=200_000)
     sizes = [(path, tf.io.gfile.stat(path).length) for path in twelve_files[:6]]
     groups = corpus_buckets.plan_groups(sizes, settings.bucket_bytes)
 

@@ -34,7 +34,7 @@ def test_max_seq_length_too_small(tokenizer):
         create_pretraining_instances(docs, tokenizer, sequence_length=4)
     with pytest.raises(ValueError, match="sequence_length=2 is too small"):
         create_pretraining_instances(docs, tokenizer, sequence_length=2,
-                                     next_sentence_prediction=False)
+                                     instance_format="contiguous")
     assert create_pretraining_instances(docs, tokenizer, sequence_length=5, dupe_factor=1)
 
 
@@ -42,7 +42,7 @@ def test_nsp_needs_two_documents(tokenizer):
     with pytest.raises(ValueError, match="at least 2 documents"):
         create_pretraining_instances([["the cat sat .", "the dog ran ."]], tokenizer)
     assert create_pretraining_instances([["the cat sat .", "the dog ran ."]], tokenizer,
-                                        next_sentence_prediction=False)
+                                        instance_format="contiguous")
 
 
 def test_bad_rates(tokenizer):

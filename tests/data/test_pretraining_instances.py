@@ -129,7 +129,7 @@ def test_seed_reproduces_instances(sotu_documents, uncased_tokenizer):
 def test_mlm_only_packs_contiguous_full_segments(sotu_documents, uncased_tokenizer):
     instances = create_pretraining_instances(
         sotu_documents[:2], uncased_tokenizer, dupe_factor=1, short_seq_prob=0.0,
-        next_sentence_prediction=False, static_masking=False, seed=1)
+        instance_format="contiguous", static_masking=False, seed=1)
     sep = uncased_tokenizer.sep_token_id
     lengths = [len(i.token_ids) for i in instances]
     assert sum(n == 128 for n in lengths) >= len(lengths) - 2  # only document tails are short

@@ -8,8 +8,8 @@ import pytest
 from keras_bert_suite import (
     BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier)
 from keras_bert_suite.distillation import (
-    BertDistiller, evenly_spaced_layers, student_from_teacher, with_teacher_outputs,
-    write_teacher_outputs)
+    BertDistiller, evenly_spaced_layers, every_other_layer, student_from_teacher,
+    with_teacher_outputs, write_teacher_outputs)
 from keras_bert_suite.distillation import losses
 from keras_bert_suite.distillation.internals import run_with_hidden_states
 from tests.conftest import alternating_reviews, to_numpy
@@ -413,6 +413,38 @@ def test_masked_lm_distillation_on_the_pretraining_data_path(pretrainer):
         teacher, student, hard_weight=1.0, attention_weight=1.0)).fit(
             x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
     assert np.isfinite(history.history["loss"][0]) and "mlm_logits_accuracy" in history.history
+
+
+def test_distilbert_triple_loss_on_a_masked_lm(pretrainer):
+    """DistilBERT: 5 x soft targets (T = 2) + 2 x the masked LM + 1 x the cosine of the last
+    hidden states, on a student of every other teacher layer; the cosine term against numpy,
+    over real tokens only."""
+    x, y = _pretraining_batch()
+    x["padding_mask"] = x["padding_mask"].copy()
+    x["padding_mask"][1, 6:] = 0  # padding: its hidden states must not count
+    del y["nsp_labels"]
+    teacher = BertPretrainer(pretrainer.encoder, next_sentence_prediction=False)
+    student = student_from_teacher(teacher, layers="every_other")
+    assert every_other_layer(12) == (0, 2, 4, 6, 8, 10) and student.encoder.num_layers == 1
+    for mine, theirs in zip(student.encoder.transformer_layers[0].weights,
+                            teacher.encoder.transformer_layers[0].weights):
+        np.testing.assert_array_equal(to_numpy(mine), to_numpy(theirs))
+    bias = np.random.default_rng(0).normal(0.0, 2.0, student.masked_lm_head.output_bias.shape)
+    student.masked_lm_head.output_bias.assign(bias.astype("float32"))  # unlike its teacher
+    distiller = _eager_on_tensorflow(BertDistiller(
+        teacher, student, temperature=2.0, soft_weight=5.0, hard_weight=2.0, cosine_weight=1.0))
+    logs = distiller.evaluate(x, y, batch_size=2, verbose=0, return_dict=True)
+    t = to_numpy(run_with_hidden_states(teacher, x, training=False)[1][-1]).astype("float64")
+    s = to_numpy(run_with_hidden_states(student, x, training=False)[1][-1]).astype("float64")
+    cosine = 1 - (t * s).sum(-1) / np.sqrt((t * t).sum(-1) * (s * s).sum(-1))  # [B, T]
+    real = x["padding_mask"] > 0
+    expected = ((cosine * real).sum(1) / real.sum(1)).mean()
+    assert_close(logs["cosine_loss"], expected, rtol=1e-5, atol=1e-6)
+    assert_close(logs["loss"], 5.0 * logs["soft_loss"] + 2.0 * logs["hard_loss"]
+                 + 1.0 * logs["cosine_loss"], rtol=1e-5)
+    with pytest.raises(ValueError, match="cosine_weight compares hidden states of equal width"):
+        BertDistiller(BertPretrainer.from_preset(TEACHER_PRESET, load_weights=False),
+                      student, cosine_weight=1.0)
 
 
 # === Lifecycle ===
