@@ -53,6 +53,8 @@ def encoder_config(bert_json, config_file):
             f"without it, is_decoder alone, is read as a causal encoder).")
     require_keys(bert_json, ("vocab_size", "hidden_size", "num_hidden_layers",
                              "num_attention_heads", "intermediate_size"), "BERT", config_file)
+    # is_decoder: attention to earlier positions only (BertLMHeadModel's left-to-right LM).
+    causal = {"causal": True} if bert_json.get("is_decoder") else {}
     return {
         "vocabulary_size": bert_json["vocab_size"],
         "num_layers": bert_json["num_hidden_layers"],
@@ -67,8 +69,7 @@ def encoder_config(bert_json, config_file):
         "initializer_range": bert_json.get("initializer_range", 0.02),
         **BERT_FAMILY_DEFAULTS,
         "activation": activation,
-        # is_decoder: attention to earlier positions only (BertLMHeadModel's left-to-right LM).
-        "causal": bool(bert_json.get("is_decoder", False)),
+        **causal,
     }
 
 
