@@ -10,14 +10,14 @@ decides: which kernels get which precision, and the int8 smoothing and its calib
 It reads the weights by their canonical names (`BertEncoder.weight_map()`), so pruned encoders
 (per-layer head counts and widths) and merged LoRA kernels are served as they are, and it
 follows the encoder's family arguments (embedding projection, segment rows, positions from
-the padding mask, GELU form, pooler activation, shared layers).
+the padding mask, GELU form, pooler activation, shared layers, causal attention).
 """
 
 import numpy as np
 import tensorflow as tf
 
 from keras_bert_suite.layers.serving.activations import POOLER
-from keras_bert_suite.layers.serving.attention import key_bias
+from keras_bert_suite.layers.serving.attention import attention_bias
 from keras_bert_suite.layers.serving.dense import dense, reader
 from keras_bert_suite.layers.serving.embeddings import embeddings
 from keras_bert_suite.layers.serving.int8_matmul import (
@@ -67,6 +67,7 @@ class ServingEncoder:
         self.pooler_activation = POOLER[encoder.pooler_activation]
         self.epsilon = float(encoder.layer_norm_epsilon)
         self.return_hidden_states = encoder.return_hidden_states
+        self.causal = encoder.causal
         self._observed = None  # {matmul kernel name: max |input| per channel} while calibrating
         smoothing = self._smoothing(calibration_inputs) if precision == "int8" else {}
         if precision != "float32":  # the matmul kernels as bf16 / int8 copies, made once
@@ -83,7 +84,7 @@ class ServingEncoder:
                        self.epsilon)  # [B T, E]
         if "embeddings/projection/kernel" in self.weights:
             x = dense(x, reader(self.weights, "embeddings/projection/"))  # [B T, H]
-        bias = key_bias(padding_mask)
+        bias = attention_bias(padding_mask, self.causal)
         hidden_states = [x]
         for block_indices in self.layer_blocks:
             for index in block_indices:

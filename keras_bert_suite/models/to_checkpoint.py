@@ -111,6 +111,7 @@ def save_google_bert(model, directory, vocabulary=None):
             f"save_google_bert takes a BertEncoder or a BertPretrainer, got {name}; the "
             f"original BERT checkpoint format has no task heads (pass model.encoder to write "
             f"a task model's encoder, or use save_huggingface).")
+    _refuse_causal(model, "save_google_bert", "google-research/bert's checkpoints")
     config, weights = _config_and_weights(model, "save_google_bert")
     _refuse_other_families(config, "save_google_bert")
     tokens, _ = _vocabulary(model, vocabulary, config)
@@ -164,6 +165,7 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     says so).
     """
     name = _exportable_name(model, "save_keras_hub")
+    _refuse_causal(model, "save_keras_hub", "KerasHub's presets")
     config, weights = _config_and_weights(model, "save_keras_hub")
     tokenizer = vocabulary if vocabulary is not None else getattr(
         getattr(model, "preprocessor", None), "tokenizer", None)
@@ -316,6 +318,15 @@ def _replaced_token_class(family):
             f"(ElectraForPreTraining). Pass model.encoder, or save the whole model with "
             f"save_to_preset or model.save('model.keras').")
     return family.class_name("ForPreTraining")
+
+
+def _refuse_causal(model, function, holder):
+    """A format with no causal flag would load a left-to-right encoder as a bidirectional one."""
+    if encoder_of(model, function).causal:
+        raise ValueError(
+            f"{function}: this encoder is causal (left-to-right), and {holder} have no way to "
+            f"say so: it would load as a bidirectional encoder. Use save_huggingface "
+            f"(BertLMHeadModel, is_decoder=True), save_to_preset or model.save('model.keras').")
 
 
 def _causal_class(family, name, architecture, model_has_sentence_head=False):

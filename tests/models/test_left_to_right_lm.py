@@ -72,3 +72,28 @@ def test_next_token_loss_is_bert_lm_head_models(tmp_path, inputs):
     assert_close(float(to_numpy(loss)), expected, rtol=1e-5, atol=1e-6)
     back = BertPretrainer.from_preset(path)
     assert back.encoder.causal and not back.next_sentence_prediction
+
+
+def test_the_serving_graph_is_causal_too(inputs):
+    """The exported SavedModel's encoder (TensorFlow ops) masks later keys as the model does."""
+    keras = pytest.importorskip("keras")
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the serving graph is TensorFlow's")
+    import tensorflow as tf
+
+    from keras_bert_suite.export.serving_encoder import ServingEncoder
+
+    encoder = BertEncoder(**TINY, causal=True)
+    served = ServingEncoder(encoder)({k: tf.constant(v) for k, v in inputs.items()})
+    real = inputs["padding_mask"] > 0
+    expected = _sequence(encoder, inputs)
+    assert_close(tf.reshape(served["sequence_output"], expected.shape).numpy()[real],
+                 expected[real], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("writer", ["save_google_bert", "save_keras_hub"])
+def test_formats_without_a_causal_flag_refuse_a_causal_encoder(tmp_path, writer):
+    import keras_bert_suite
+
+    with pytest.raises(ValueError, match="this encoder is causal"):
+        getattr(keras_bert_suite, writer)(BertEncoder(**TINY, causal=True), tmp_path / "out")

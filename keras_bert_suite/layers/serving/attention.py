@@ -30,3 +30,14 @@ def self_attention(x, read, num_heads, head_dim, bias, batch, length):
     context = tf.matmul(tf.nn.softmax(scores + bias), value)  # [B, N, T, Dh]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, num_heads * head_dim])
     return dense(context, read, "output/")
+
+
+def attention_bias(padding_mask, causal=False):
+    """`key_bias`, and for a causal encoder -1e9 on every key after its query too ([B, 1,
+    T, T]): `packed_rows.attention_mask(padding_mask, causal)` of a 0/1 mask as a bias."""
+    bias = key_bias(padding_mask)  # [B, 1, 1, T]
+    if not causal:
+        return bias
+    index = tf.range(tf.shape(padding_mask)[1])
+    later = tf.cast(index[None, :] > index[:, None], tf.float32)  # [T, T]: key after query
+    return bias + later[None, None] * -1e9
