@@ -50,8 +50,8 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
             than the teacher (`student_from_teacher` makes one DistilBERT's way).
         temperature: softening temperature T (> 0).
         soft_weight, hard_weight, hidden_weight, cosine_weight, attention_weight: loss
-            weights (>= 0). DistilBERT's triple loss on a pretrainer: soft_weight=5.0 (T = 2),
-            hard_weight=2.0 (the masked LM), cosine_weight=1.0.
+            weights (>= 0). DistilBERT's triple loss on a pretrainer, as its authors trained
+            it: soft_weight=5.0 (T = 2), hard_weight=2.0 (the masked LM), cosine_weight=1.0.
         layer_map: teacher layer (1-based) for each student layer, for the hidden-state loss;
             default uniform (TinyBERT): student layer i <- teacher layer i * L_t / L_s.
         attention_layers: (teacher layer, student layer), 1-based, for the relation loss;

@@ -51,7 +51,8 @@ def soft_target_loss(teacher_logits, student_logits, temperature=1.0, mask=None)
 def hidden_state_loss(teacher_hidden, student_hidden, padding_mask):
     """Mean squared error over the features, averaged over real tokens: [B, T, H] x 2 -> [B]."""
     error = ops.mean(ops.square(_float(student_hidden) - _float(teacher_hidden)), axis=-1)
-    return masked_mean(error, padding_mask)
+    # > 0: a packed row numbers its instances 1, 2, ...; each real token counts once.
+    return masked_mean(error, ops.greater(padding_mask, 0))
 
 
 def cosine_loss(teacher_hidden, student_hidden, padding_mask):
@@ -86,4 +87,4 @@ def relation_loss(teacher_pair, student_pair, num_relation_heads, padding_mask):
     teacher = relation_log_probs(*teacher_pair, num_relation_heads, padding_mask)
     student = relation_log_probs(*student_pair, num_relation_heads, padding_mask)
     per_query = ops.mean(kl_divergence(teacher, student), axis=1)  # [B, T]
-    return masked_mean(per_query, padding_mask)
+    return masked_mean(per_query, ops.greater(padding_mask, 0))

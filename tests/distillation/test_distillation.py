@@ -99,6 +99,9 @@ def test_hidden_and_relation_losses_match_hand_computation():
     error = ((t - s) ** 2).mean(-1)
     assert_close(losses.hidden_state_loss(t.astype("float32"), s.astype("float32"), mask),
                  (error * mask).sum(1) / mask.sum(1), rtol=1e-5)
+    packed = mask * np.array([[1, 1, 2, 0], [1, 2, 2, 3]], "float32")  # instance numbers
+    assert_close(losses.hidden_state_loss(t.astype("float32"), s.astype("float32"), packed),
+                 (error * mask).sum(1) / mask.sum(1), rtol=1e-5)  # each token once
 
     # MiniLM's relation: softmax(A B^T / sqrt(d)) per relation head, padding keys excluded.
     heads = 2
