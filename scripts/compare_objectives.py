@@ -266,7 +266,7 @@ def plot(results):
                     [row["val_loss"] / first for row in rows], marker="o", label=LABELS[name])
     curves.set_xlabel("fraction of the compute budget")
     curves.set_ylabel("held-out loss / its value at step 0")
-    curves.set_title("Pretraining (State of the Union, held-out addresses)")
+    curves.set_title("Pretraining (held-out corpus files)")
     curves.legend(fontsize=8)
     names = list(results["objectives"])
     scores = [_scores(results["objectives"][name]) for name in names]
