@@ -8,9 +8,10 @@ from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.layers.replaced_token_head import ReplacedTokenHead
 from keras_bert_suite.layers.transformer_block import TransformerBlock
 from keras_bert_suite.layers.initializer import BertInitializer
-from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import EncoderParts, _encode
 from keras_bert_suite.names import ENCODER_INPUTS, MASK_POSITIONS
+from keras_bert_suite.tasks.pretrainer.model import check_pretraining_inputs
+from keras_bert_suite.tasks.pretrainer.replaced_token_detector import ReplacedTokenDetector
 from keras_bert_suite.tasks.task import BertTask, freeze_unused_pooler, resolve_encoder
 
 # The metrics fit() logs beside the total `loss`.
@@ -124,11 +125,7 @@ class ElectraPretrainer(BertTask):
         self.compile()
 
     def _check_inputs(self, inputs):
-        expected = ENCODER_INPUTS + (MASK_POSITIONS,)
-        if not isinstance(inputs, dict) or set(inputs) != set(expected):
-            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
-            raise ValueError(f"ElectraPretrainer takes a dict with keys {list(expected)} (masked "
-                             f"inputs from the data pipeline); got {got}.")
+        check_pretraining_inputs(self, inputs)
 
     # === Loss and metrics ===
 
@@ -209,33 +206,18 @@ class ElectraPretrainer(BertTask):
 
     def detector(self):
         """The discriminator as a ReplacedTokenDetector sharing this model's weights."""
-        from keras_bert_suite.tasks.pretrainer.replaced_token_detector import (
-            ReplacedTokenDetector)
-
         detector = ReplacedTokenDetector(self.encoder, preprocessor=self.preprocessor)
         for mine, theirs in zip(self.replaced_token_head.weights,
                                 detector.replaced_token_head.weights):
             theirs.assign(mine)
         return detector
 
-    def weight_map(self):
-        """The discriminator's names (the encoder's plus `rtd/...`)."""
-        return {**self.encoder.weight_map(),
-                **weight_names.replaced_token_head_variables(self.replaced_token_head)}
-
-    def preset_weights(self):
-        return self.weight_map()  # a ReplacedTokenDetector (and any task) reads the preset
-
-    @classmethod
-    def _from_checkpoint(cls, preset, load_weights, encoder_overrides, preprocessor,
-                         task_arguments):
-        checkpoint, encoder = cls._checkpoint_and_encoder(preset, load_weights,
-                                                          encoder_overrides)
-        model = cls(encoder, preprocessor=preprocessor, **task_arguments)
-        if checkpoint.weights is not None:
-            model._load_heads({"replaced-token": weight_names.replaced_token_head_variables(
-                model.replaced_token_head)}, checkpoint.weights, preset)
-        return model
+    # The discriminator's weight names (the encoder's plus `rtd/...`), its preset (which a
+    # ReplacedTokenDetector and any task read) and its head from a checkpoint: the
+    # detector's own code, which reads `encoder` and `replaced_token_head` as this model has.
+    weight_map = ReplacedTokenDetector.weight_map
+    preset_weights = ReplacedTokenDetector.preset_weights
+    _from_checkpoint = vars(ReplacedTokenDetector)["_from_checkpoint"]  # the classmethod, unbound
 
     def get_config(self):
         return {**super().get_config(), "generator_size": self.generator_size,

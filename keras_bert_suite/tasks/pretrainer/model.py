@@ -48,6 +48,16 @@ def _pretraining_outputs(masked_lm_head, next_sentence_head, gathered, pooled):
     return outputs
 
 
+def check_pretraining_inputs(model, inputs):
+    """A pretraining model's inputs: the encoder's plus `mask_positions`, from the data
+    pipeline (BertPretrainer, ElectraPretrainer)."""
+    expected = ENCODER_INPUTS + (MASK_POSITIONS,)
+    if not isinstance(inputs, dict) or set(inputs) != set(expected):
+        got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+        raise ValueError(f"{type(model).__name__} takes a dict with keys {list(expected)} (mask "
+                         f"positions from the data pipeline); got {got}.")
+
+
 def _check_max_instances(max_instances_per_row):
     if max_instances_per_row is not None and (
             isinstance(max_instances_per_row, bool)
@@ -182,11 +192,7 @@ class BertPretrainer(BertTask):
                                     pooled)
 
     def _check_inputs(self, inputs):
-        expected = ENCODER_INPUTS + (MASK_POSITIONS,)
-        if not isinstance(inputs, dict) or set(inputs) != set(expected):
-            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
-            raise ValueError(f"BertPretrainer takes a dict with keys {list(expected)} (mask "
-                             f"positions from the data pipeline); got {got}.")
+        check_pretraining_inputs(self, inputs)
 
     # === Training set-up ===
 
