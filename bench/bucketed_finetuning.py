@@ -2,7 +2,7 @@
 Keras backend, and transformers' `Trainer` with `DataCollatorWithPadding` and
 `group_by_length` sampling on the same weights and split.
 
-    python bench/bucketed_finetuning.py [--backends tensorflow jax torch] [--max_train N]
+    python bench/bucketed_finetuning.py [--backends tensorflow jax torch] [--max_train N] [--bf16]
 
 The run is `make demo`'s fine-tune (recipes/sentiment_rotten_tomatoes_cpu.json): the real
 all-MiniLM-L6-v2 weights, the Rotten Tomatoes review sentences with 2,000 held out, AdamW 5e-5
@@ -11,6 +11,8 @@ with 10% warm-up and linear decay, batch 32, max length 64, one epoch, seed 1234
 * fixed: `training.bucket_boundaries=null`, every batch padded to 64 (what TPUs get).
 * bucketed: the recipe's default: each batch cut to its longest row rounded up to 16, 24, 32,
   48 or 64, rows grouped by length 50 batches at a time.
+* --bf16 adds ours bucketed under Keras' mixed_bfloat16 policy on each backend and `Trainer`
+  with bf16=True (torch autocast), and writes results/bucketed_finetuning_bf16.json instead.
 * transformers: `BertForSequenceClassification` from the same checkpoint, the same split,
   `Trainer` (torch AdamW, lr 5e-5, weight decay 0.01, eps 1e-6, clip 1.0, 10% warm-up, linear
   decay) with `DataCollatorWithPadding` (pad to each batch's longest) and `group_by_length`.
@@ -35,12 +37,15 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
 
 
 def ours(mode, max_train=None):
-    """One recipe run on this process's backend: {"train_seconds", "accuracy", ...}."""
+    """One recipe run on this process's backend: {"train_seconds", "accuracy", ...}. `mode`:
+    fixed, bucketed, or bucketed_bf16 (bucketed under the mixed_bfloat16 policy)."""
     import keras
 
     from keras_bert_suite import recipe_runner
 
     overrides = ["training.bucket_boundaries=null"] if mode == "fixed" else []
+    if mode.endswith("_bf16"):
+        overrides.append("training.precision=mixed_bfloat16")
     if max_train:
         overrides.append(f"data.max_train_examples={max_train}")
     recipe = recipe_runner.load_recipe(RECIPE, overrides=overrides)
@@ -53,8 +58,9 @@ def ours(mode, max_train=None):
             "train_examples": metrics["train_examples"]}
 
 
-def transformers_trainer(max_train=None):
-    """The same fine-tune with transformers' Trainer, dynamic padding and length grouping."""
+def transformers_trainer(max_train=None, bf16=False):
+    """The same fine-tune with transformers' Trainer, dynamic padding and length grouping
+    (`bf16`: Trainer's bf16=True, torch autocast to bfloat16 on the CPU)."""
     import numpy as np
     import torch
     import transformers
@@ -88,7 +94,7 @@ def transformers_trainer(max_train=None):
             warmup_steps=int(optimizer["warmup_fraction"] * steps),
             train_sampling_strategy="group_by_length",  # transformers 5's group_by_length=True
             seed=training["seed"], report_to=[], save_strategy="no", logging_strategy="no",
-            use_cpu=True, dataloader_num_workers=0, disable_tqdm=True)
+            use_cpu=True, dataloader_num_workers=0, disable_tqdm=True, bf16=bf16)
         trainer = transformers.Trainer(
             model=model, args=arguments,
             train_dataset=encoded(train.texts[:count], train.labels[:count]),
@@ -99,7 +105,8 @@ def transformers_trainer(max_train=None):
         # group_by_length also orders the evaluation rows by length: score the predictions
         # against the labels that come back with them, not against the file's order.
         predicted = trainer.predict(encoded(test.texts, test.labels))
-    return {"contestant": "transformers Trainer (torch)", "train_seconds": round(seconds, 1),
+    return {"contestant": "transformers Trainer (torch)" + (" bf16" if bf16 else ""),
+            "train_seconds": round(seconds, 1),
             "accuracy": float(np.mean(predicted.predictions.argmax(-1) == predicted.label_ids)),
             "train_examples": count}
 
@@ -130,11 +137,15 @@ def main():
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
     parser.add_argument("--max_train", type=int, default=None,
                         help="train on the first N examples only (a quick look)")
-    parser.add_argument("--worker", choices=["fixed", "bucketed", "transformers"])
+    parser.add_argument("--bf16", action="store_true",
+                        help="also run ours bucketed under mixed_bfloat16 and Trainer with "
+                             "bf16=True (AVX512-BF16 / AMX CPUs)")
+    parser.add_argument("--worker", choices=["fixed", "bucketed", "bucketed_bf16",
+                                             "transformers", "transformers_bf16"])
     args = parser.parse_args()
     extra = ["--max_train", str(args.max_train)] if args.max_train else []
-    if args.worker == "transformers":
-        print(json.dumps(transformers_trainer(args.max_train)))
+    if args.worker and args.worker.startswith("transformers"):
+        print(json.dumps(transformers_trainer(args.max_train, args.worker.endswith("_bf16"))))
         return
     if args.worker:
         print(json.dumps(ours(args.worker, args.max_train)))
@@ -143,12 +154,13 @@ def main():
     results = []
     for index, backend in enumerate(args.backends):
         order = ("fixed", "bucketed") if index % 2 == 0 else ("bucketed", "fixed")
-        for mode in order:
+        for mode in order + (("bucketed_bf16",) if args.bf16 else ()):
             results.append(_in_subprocess(["--worker", mode, *extra], backend))
             print(json.dumps(results[-1]), flush=True)
         if index == 0:  # the peer between our backends
-            results.append(_in_subprocess(["--worker", "transformers", *extra]))
-            print(json.dumps(results[-1]), flush=True)
+            for worker in ("transformers",) + (("transformers_bf16",) if args.bf16 else ()):
+                results.append(_in_subprocess(["--worker", worker, *extra]))
+                print(json.dumps(results[-1]), flush=True)
     if "transformers" not in " ".join(r["contestant"] for r in results):
         results.append(_in_subprocess(["--worker", "transformers", *extra]))
     _report(results, args)
@@ -161,17 +173,18 @@ def _report(results, args):
           f"{'vs Trainer':>10s}")
     for result in results:
         name = result["contestant"]
-        fixed = by_name.get(name.replace("bucketed", "fixed"))
+        fixed = by_name.get(name.replace("bucketed_bf16", "fixed").replace("bucketed", "fixed"))
         versus_fixed = (f"{result['train_seconds'] / fixed['train_seconds']:.2f}x"
                         if fixed and "bucketed" in name else "")
         speedup = peer["train_seconds"] / result["train_seconds"]
         print(f"{name:34s} {result['train_seconds']:8.1f} {result['accuracy']:9.2%} "
               f"{versus_fixed:>9s} {speedup:9.2f}x")
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w", encoding="utf-8") as handle:
+    path = RESULTS.replace(".json", "_bf16.json") if args.bf16 else RESULTS
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
         json.dump({"date": time.strftime("%Y-%m-%d"), "max_train": args.max_train,
                    "results": results}, handle, indent=2)
-    print(f"\nwrote {RESULTS}")
+    print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":
