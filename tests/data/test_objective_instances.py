@@ -152,6 +152,60 @@ def test_ngram_masking_masks_whole_word_ngrams_with_albert_lengths(documents, to
             assert set(range(begin, end)) <= chosen
 
 
+def test_static_ngram_masking_masks_whole_word_ngrams_with_albert_lengths(documents, tokenizer):
+    """The Beam pipeline's (static) masking with max_ngram=3: n-grams of whole words, never
+    across [CLS] / [SEP], n with p(n) ~ 1/n; max_ngram=1 draws what it drew before."""
+    from keras_bert_suite.tasks.pretrainer.data import static_masking
+
+    config = masking_config(tokenizer, max_ngram=3)
+    starts = tokenizer.word_start_flags()
+    specials = (tokenizer.cls_token_id, tokenizer.sep_token_id)
+    rows = [[t for sentence in d for t in sentence] for d in documents]
+    rows = [[specials[0], *row[i:i + 126], specials[1]] for row in rows
+            for i in range(0, len(row) - 126, 126)]
+    words = [[i for i in range(1, len(row) - 1) if starts[row[i]]] for row in rows]
+    lengths, rng = [], random.Random(1)
+    for row in rows:
+        for group in static_masking._ngrams(_whole_words(row, starts), 3, rng):
+            assert specials[0] not in [row[i] for i in group]
+            # (position 1 may hold a word's tail: the row was cut there)
+            assert starts[row[group[0]]] or group[0] == 1
+            assert group == list(range(group[0], group[-1] + 1))
+            end = group[-1] + 1  # the n-gram ends where a word ends
+            assert end == len(row) - 1 or starts[row[end]]
+            lengths.append(int(sum(starts[row[i]] or i == 1 for i in group)))
+    counts = np.bincount(lengths, minlength=4)[1:4]
+    assert counts.sum() == len(lengths) > 1000
+    assert np.allclose(counts / counts.sum(), np.array([6, 3, 2]) / 11, atol=0.04), counts
+
+    rng = random.Random(3)
+    for row, row_words in zip(rows[:50], words):
+        masked, positions, labels = static_masking.mask_instance(row, config, rng)
+        assert len(positions) <= min(20, round(len(row) * 0.15))
+        chosen = set(positions)
+        for p in chosen:  # a masked piece's whole word is masked
+            begin = max(w for w in row_words + [1] if w <= p)
+            end = min([w for w in row_words if w > p] + [len(row) - 1])
+            assert set(range(begin, end)) <= chosen
+        assert labels == [row[p] for p in positions]
+    plain, one = masking_config(tokenizer), masking_config(tokenizer, max_ngram=1)
+    assert (static_masking.mask_instance(rows[0], plain, random.Random(5))
+            == static_masking.mask_instance(rows[0], one, random.Random(5)))
+    with pytest.raises(ValueError, match="max_ngram must be a positive int"):
+        masking_config(tokenizer, max_ngram=0)
+
+
+def _whole_words(row, starts):
+    """Position groups of whole words of a [CLS] ... [SEP] row."""
+    words = []
+    for i in range(1, len(row) - 1):
+        if words and not starts[row[i]]:
+            words[-1].append(i)
+        else:
+            words.append([i])
+    return words
+
+
 def test_max_ngram_1_is_the_masker_as_before(documents, tokenizer):
     rows, mask = _rows(documents, tokenizer, 16)
     features = {"token_ids": rows, "segment_ids": np.zeros_like(rows), "padding_mask": mask}

@@ -36,6 +36,9 @@ def add_command(commands):
     add("--dupe_factor", type=int, default=10)
     add("--short_seq_prob", type=float, default=0.1)
     add("--do_whole_word_mask", action="store_true")
+    add("--max_ngram", type=int, default=1,
+        help="mask n-grams of up to this many whole words, p(n) proportional to 1/n "
+             "(ALBERT: 3; default 1, single tokens or words)")
     add("--instance_format", default="nsp", choices=INSTANCE_FORMATS,
         help="nsp: BERT's pairs (default); sop: ALBERT's sentence order; doc_sentences / "
              "full_sentences: RoBERTa's, MLM only; contiguous: MLM-only text cut to length")
@@ -73,6 +76,7 @@ def run(args):
         max_predictions_per_seq=args.max_predictions_per_seq,
         masked_lm_prob=args.masked_lm_prob, dupe_factor=args.dupe_factor,
         short_seq_prob=args.short_seq_prob, whole_word_masking=args.do_whole_word_mask,
+        max_ngram=args.max_ngram,
         instance_format=args.instance_format,
         static_masking=not args.unmasked, eval_fraction=args.eval_fraction,
         bucket_bytes=max(1, int(args.bucket_mb * 2**20)), seed=args.random_seed,

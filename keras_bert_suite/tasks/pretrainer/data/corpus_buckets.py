@@ -49,6 +49,7 @@ class PretrainingDataSettings:
     dupe_factor: int = 10
     short_seq_prob: float = 0.1
     whole_word_masking: bool = False
+    max_ngram: int = 1
     instance_format: str = "nsp"  # instances.py's INSTANCE_FORMATS
     static_masking: bool = True
     eval_fraction: float = 0.0
@@ -96,7 +97,8 @@ class BucketWriter:
         self.tokenizer = BertTokenizer(list(settings.vocabulary), lowercase=settings.lowercase)
         self.config = instance_lib.masking_config(
             self.tokenizer, settings.masked_lm_prob, settings.max_predictions_per_seq,
-            settings.mask_token_rate, settings.random_token_rate, settings.whole_word_masking)
+            settings.mask_token_rate, settings.random_token_rate, settings.whole_word_masking,
+            settings.max_ngram)
 
     def group_documents(self, group_index, paths, statistics):
         """Yields ("train", bucket index, documents) for a group's buckets and

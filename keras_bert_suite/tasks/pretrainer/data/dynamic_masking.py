@@ -58,17 +58,13 @@ class DynamicMasker:
                  is_continuation=None, max_ngram=1):
         masking.check_rates(mask_selection_rate, max_predictions_per_seq, mask_token_rate,
                             random_token_rate)
-        if isinstance(max_ngram, bool) or not isinstance(max_ngram, int) or max_ngram < 1:
-            raise ValueError(f"max_ngram must be a positive int (1: single units; ALBERT: 3), "
-                             f"got {max_ngram!r}.")
+        masking.check_max_ngram(max_ngram)
         whole_word_masking = whole_word_masking or max_ngram > 1  # n-grams of whole words
         if whole_word_masking and is_continuation is None:
             raise ValueError("whole_word_masking (and max_ngram > 1, which masks whole words) "
                              "needs is_continuation; use from_tokenizer.")
         self.max_ngram = max_ngram
-        # ALBERT's n-gram lengths: p(n) proportional to 1/n, n = 1 .. max_ngram.
-        weights = 1.0 / np.arange(1, max_ngram + 1)
-        self.ngram_log_probs = np.log(weights / weights.sum()).astype(np.float32)
+        self.ngram_log_probs = np.log(masking.ngram_lengths(max_ngram)[1]).astype(np.float32)
         self.vocabulary_size = int(vocabulary_size)
         self.mask_token_id = int(mask_token_id)
         self.special_token_ids = [int(cls_token_id), int(sep_token_id), int(pad_token_id)]

@@ -84,7 +84,7 @@ def create_pretraining_instances(
         documents, tokenizer, sequence_length=128, dupe_factor=10, short_seq_prob=0.1,
         masked_lm_prob=0.15, max_predictions_per_seq=20, instance_format="nsp",
         whole_word_masking=False, mask_token_rate=0.8, random_token_rate=0.1,
-        static_masking=True, seed=12345):
+        static_masking=True, seed=12345, max_ngram=1):
     """Documents (iterables of sentence strings) -> a shuffled list of PretrainingInstance.
 
     Args:
@@ -95,14 +95,14 @@ def create_pretraining_instances(
         dupe_factor: how many times each document is used, with different pairs and masks.
         short_seq_prob: probability of a shorter target length for a document.
         masked_lm_prob, max_predictions_per_seq, mask_token_rate, random_token_rate,
-            whole_word_masking: masked-LM settings (masking.py).
+            whole_word_masking, max_ngram: masked-LM settings (static_masking.py).
         instance_format: one of INSTANCE_FORMATS (see the module doc).
         static_masking: False leaves instances unmasked, for dynamic masking in tf.data.
         seed: seed of the `random.Random` driving every choice.
     """
     check_instance_settings(sequence_length, dupe_factor, short_seq_prob, instance_format)
     config = masking_config(tokenizer, masked_lm_prob, max_predictions_per_seq, mask_token_rate,
-                            random_token_rate, whole_word_masking)
+                            random_token_rate, whole_word_masking, max_ngram)
     all_documents = tokenize_documents(documents, tokenizer)
     if not all_documents:
         raise ValueError("The corpus is empty: no document has a sentence with a token. Check "
@@ -140,7 +140,8 @@ def check_instance_settings(sequence_length, dupe_factor, short_seq_prob, instan
 
 
 def masking_config(tokenizer, masked_lm_prob=0.15, max_predictions_per_seq=20,
-                   mask_token_rate=0.8, random_token_rate=0.1, whole_word_masking=False):
+                   mask_token_rate=0.8, random_token_rate=0.1, whole_word_masking=False,
+                   max_ngram=1):
     """The MaskingConfig of a tokenizer's vocabulary (ValueError without [CLS]/[SEP]/[MASK])."""
     vocabulary = tokenizer.get_vocabulary()
     return masking.MaskingConfig(
@@ -148,8 +149,9 @@ def masking_config(tokenizer, masked_lm_prob=0.15, max_predictions_per_seq=20,
         sep_token_id=tokenizer.sep_token_id, vocabulary_size=len(vocabulary),
         masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
         mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
-        whole_word_masking=whole_word_masking,
-        is_continuation=~tokenizer.word_start_flags() if whole_word_masking else None)
+        whole_word_masking=whole_word_masking, max_ngram=max_ngram,
+        is_continuation=(~tokenizer.word_start_flags()
+                         if whole_word_masking or max_ngram > 1 else None))
 
 
 def instances_from_token_documents(all_documents, rng, config, sequence_length=128,

@@ -47,7 +47,7 @@ def create_pretraining_data(
         max_line_bytes=document_io.DEFAULT_MAX_LINE_BYTES, sequence_length=128,
         max_predictions_per_seq=20, masked_lm_prob=0.15, mask_token_rate=0.8,
         random_token_rate=0.1, dupe_factor=10, short_seq_prob=0.1, whole_word_masking=False,
-        instance_format="nsp", static_masking=True, eval_fraction=0.0,
+        max_ngram=1, instance_format="nsp", static_masking=True, eval_fraction=0.0,
         bucket_bytes=corpus_buckets.DEFAULT_BUCKET_BYTES, seed=12345, num_workers=None,
         pipeline_args=(), tokenizer=None, max_instances_per_row=None, log=print):
     """Runs the pipeline; returns the statistics (also written to `statistics.json`).
@@ -62,6 +62,7 @@ def create_pretraining_data(
         layout, text_field, max_line_bytes: how files are read (documents.py).
         sequence_length ... whole_word_masking: as google-research/bert's
             create_pretraining_data.py (its `max_seq_length` is `sequence_length`).
+        max_ngram: > 1 masks n-grams of up to this many whole words (ALBERT: 3).
         instance_format: "nsp" (BERT), "sop" (ALBERT), "doc_sentences" / "full_sentences"
             (RoBERTa) or "contiguous" (instances.py).
         static_masking: False writes unmasked instances (no masked positions) for dynamic
@@ -102,7 +103,8 @@ def create_pretraining_data(
         tokenizer = BertTokenizer.from_preset(tokenizer_preset, **kwargs)
     # A vocabulary without [CLS], [SEP] or [MASK] fails here, before any corpus work.
     instance_lib.masking_config(tokenizer, masked_lm_prob, max_predictions_per_seq,
-                                mask_token_rate, random_token_rate, whole_word_masking)
+                                mask_token_rate, random_token_rate, whole_word_masking,
+                                max_ngram)
     settings = corpus_buckets.PretrainingDataSettings(
         vocabulary=tuple(tokenizer.get_vocabulary()), lowercase=tokenizer.lowercase,
         layout=layout, text_field=text_field, max_line_bytes=max_line_bytes,
@@ -110,7 +112,7 @@ def create_pretraining_data(
         masked_lm_prob=masked_lm_prob, mask_token_rate=mask_token_rate,
         random_token_rate=random_token_rate, dupe_factor=dupe_factor,
         short_seq_prob=short_seq_prob, whole_word_masking=whole_word_masking,
-        instance_format=instance_format, static_masking=static_masking,
+        max_ngram=max_ngram, instance_format=instance_format, static_masking=static_masking,
         eval_fraction=eval_fraction, bucket_bytes=bucket_bytes, seed=seed,
         max_instances_per_row=max_instances_per_row)
 

@@ -15,6 +15,10 @@ dynamic_masking.py instead. The algorithm, on token ids:
    skipped and later (shorter) groups are still tried. (Without whole-word masking every group
    is one token, and a uniform sample of `num_to_predict` positions is drawn instead: the same
    distribution, fewer random draws.)
+   With `max_ngram` > 1 (ALBERT), the whole words of each segment are first cut, left to right,
+   into n-grams of n consecutive words, n drawn with p(n) proportional to 1/n (n <= max_ngram);
+   an n-gram is a group. (ALBERT's own script draws n per chosen start instead; the lengths
+   follow the same distribution, as in dynamic_masking.py.)
 4. Every chosen position becomes [MASK] with probability `mask_token_rate` (0.8), a token drawn
    uniformly from the whole vocabulary with `random_token_rate` (0.1), else stays unchanged.
 """
@@ -37,6 +41,7 @@ class MaskingConfig:
     mask_token_rate: float = 0.8
     random_token_rate: float = 0.1
     whole_word_masking: bool = False
+    max_ngram: int = 1  # > 1: n-grams of whole words (ALBERT: 3)
     # [V] bool: True for pieces that continue a word ("##" in WordPiece; needed by
     # whole_word_masking only).
     is_continuation: np.ndarray = None
@@ -44,8 +49,23 @@ class MaskingConfig:
     def __post_init__(self):
         check_rates(self.masked_lm_prob, self.max_predictions_per_seq, self.mask_token_rate,
                     self.random_token_rate)
-        if self.whole_word_masking and self.is_continuation is None:
-            raise ValueError("whole_word_masking needs is_continuation (~tokenizer.word_start_flags()).")
+        check_max_ngram(self.max_ngram)
+        if (self.whole_word_masking or self.max_ngram > 1) and self.is_continuation is None:
+            raise ValueError("whole_word_masking and max_ngram > 1 need is_continuation "
+                             "(~tokenizer.word_start_flags()).")
+
+
+def check_max_ngram(max_ngram):
+    if isinstance(max_ngram, bool) or not isinstance(max_ngram, (int, np.integer)) \
+            or max_ngram < 1:
+        raise ValueError(f"max_ngram must be a positive int (1: single units; ALBERT: 3), "
+                         f"got {max_ngram!r}.")
+
+
+def ngram_lengths(max_ngram):
+    """(n = 1 .. max_ngram, their probabilities p(n) proportional to 1/n), ALBERT's."""
+    weights = 1.0 / np.arange(1, max_ngram + 1)
+    return list(range(1, max_ngram + 1)), list(weights / weights.sum())
 
 
 def check_rates(masked_lm_prob, max_predictions_per_seq, mask_token_rate, random_token_rate):
@@ -72,7 +92,7 @@ def mask_instance(token_ids, config, rng):
     num_to_predict = min(config.max_predictions_per_seq,
                          max(1, int(round(len(token_ids) * config.masked_lm_prob))))
     specials = (config.cls_token_id, config.sep_token_id)
-    if config.whole_word_masking:
+    if config.whole_word_masking or config.max_ngram > 1:
         groups = []
         for i, token_id in enumerate(token_ids):
             if token_id in specials:
@@ -81,6 +101,8 @@ def mask_instance(token_ids, config, rng):
                 groups[-1].append(i)
             else:
                 groups.append([i])
+        if config.max_ngram > 1:
+            groups = _ngrams(groups, config.max_ngram, rng)
         rng.shuffle(groups)
     else:
         # One-token groups: the first num_to_predict of a shuffle are a uniform sample, which
@@ -103,3 +125,20 @@ def mask_instance(token_ids, config, rng):
                 output[index] = rng.randint(0, config.vocabulary_size - 1)
     chosen.sort()
     return output, chosen, [token_ids[i] for i in chosen]
+
+
+def _ngrams(words, max_ngram, rng):
+    """Whole words (position lists, in order) cut into consecutive n-grams that never span a
+    [CLS] or [SEP] (a gap in the positions)."""
+    lengths, weights = ngram_lengths(max_ngram)
+    groups, index = [], 0
+    while index < len(words):
+        group = list(words[index])
+        index += 1
+        for _ in range(rng.choices(lengths, weights)[0] - 1):
+            if index == len(words) or words[index][0] != group[-1] + 1:
+                break
+            group += words[index]
+            index += 1
+        groups.append(group)
+    return groups
