@@ -70,10 +70,24 @@ def test_overrides_reach_the_recipe():
     ("training.batch_size=8.5", "'training.batch_size' must be a int"),
     ("training.batch_size=true", "'training.batch_size' must be a int"),
     ("training=3", "'training' is a section"),
+    ("model.next_sentence_prediction=true", "'model.next_sentence_prediction' was retired; set "
+                                            "model.objective instead: \"mlm_nsp\""),
 ])
 def test_bad_overrides_name_the_problem(override, message):
     with pytest.raises(RecipeError, match=message.replace("(", r"\(").replace("[", r"\[")):
         load_recipe("pretrain_cpu_smoke", overrides=[override])
+
+
+def test_jit_compile_takes_auto_true_or_false(tmp_path):
+    from keras_bert_suite.recipe_runner.run import TrainingRun
+
+    for value in ("auto", True, False):
+        recipe = load_recipe("pretrain_cpu_smoke", [f"training.jit_compile={json.dumps(value)}"])
+        assert recipe["training"]["jit_compile"] == value
+    recipe = load_recipe("pretrain_cpu_smoke", ["training.jit_compile=yes"])
+    with pytest.raises(RecipeError, match='training.jit_compile must be "auto", true or false, '
+                                          "got 'yes'"):
+        TrainingRun(recipe, str(tmp_path))
 
 
 def test_unknown_key_in_a_recipe_file(tmp_path):

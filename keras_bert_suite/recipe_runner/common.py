@@ -35,7 +35,7 @@ def common_defaults(learning_rate, warmup_fraction, num_train_steps, sequence_le
             # (TPU, recent GPUs) or "mixed_float16" (older GPUs; loss-scaled)
             "precision": "auto",
             "run_eagerly": False,
-            "jit_compile": "auto",
+            "jit_compile": "auto",  # or true / false, as for model.compile
             "seed": 1234,  # Keras' global seed: weight initialisation and dropout
             "optimizer": {
                 "name": "adamw",  # or "lamb" for large batches

@@ -33,6 +33,14 @@ class Schema:
     free_form: frozenset = frozenset()
     renamed: dict = dataclasses.field(default_factory=lambda: dict(RENAMED_KEYS))
 
+    def __post_init__(self):
+        object.__setattr__(self, "free_form", frozenset(self.free_form) | COMMON_FREE_FORM)
+
+
+# Keys of every recipe that take more than one type: training.jit_compile is "auto", true or
+# false, as for `model.compile` (checked by TrainingRun).
+COMMON_FREE_FORM = frozenset({"training.jit_compile"})
+
 
 # Keys older recipes used -> their one name now (a length the data emits is
 # `sequence_length`; `max_sequence_length` is the encoder's position table; every recipe
@@ -41,6 +49,10 @@ RENAMED_KEYS = {"data.max_seq_length": "data.sequence_length",
                 "data.max_query_length": "data.max_question_length",
                 **{f"training.{key}": f"training.optimizer.{key}" for key in (
                     "learning_rate", "warmup_fraction", "weight_decay", "global_clipnorm")}}
+# Keys older recipes used that no longer exist -> what to set instead.
+RETIRED_KEYS = {"model.next_sentence_prediction": (
+    'set model.objective instead: "mlm_nsp" for MLM + next-sentence prediction (what true '
+    'meant), "mlm" for MLM only (false), or "mlm_sop", "electra", "ltr" (docs/pretraining.md)')}
 
 
 def resolve_recipe_path(name_or_path):
@@ -103,6 +115,8 @@ def set_key(schema, recipe, key, value, source):
     if key in schema.renamed:
         raise RecipeError(f"{source}: recipe key '{key}' is now '{schema.renamed[key]}'; "
                           "rename it.")
+    if key in RETIRED_KEYS:
+        raise RecipeError(f"{source}: recipe key '{key}' was retired; {RETIRED_KEYS[key]}.")
     parts = key.split(".")
     node, default_node, path = recipe, schema.defaults, []
     for part in parts[:-1]:

@@ -18,6 +18,7 @@ import os
 
 from keras_bert_suite import storage
 from keras_bert_suite.storage import write_json
+from keras_bert_suite.tasks.recipe_contract import RecipeError
 
 
 class TrainingRun:
@@ -29,6 +30,9 @@ class TrainingRun:
 
         from keras_bert_suite.distribution import start_distribution
 
+        if recipe["training"]["jit_compile"] not in ("auto", True, False):
+            raise RecipeError(f"training.jit_compile must be \"auto\", true or false, got "
+                              f"{recipe['training']['jit_compile']!r}.")
         self.distribution, self.batch_size, self.precision = start_distribution(recipe, log)
         self.output_dir = output_dir
         self.training = recipe["training"]
