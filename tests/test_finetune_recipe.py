@@ -103,8 +103,9 @@ def test_recipes_batch_in_length_buckets_except_on_a_tpu():
         "boundaries": (16, 24, 32, 48, 64, 96, 128, 192, 256, 384), "group_batches": 0}
     fixed = {"boundaries": None, "group_batches": 0}
     assert training_batching(load_recipe("squad_v1_tpu")) == fixed  # static shapes on TPUs
-    assert training_batching(load_recipe(  # keras.distribution joins batches across passes
-        "sentiment_rotten_tomatoes_cpu", ["distribution.strategy=data_parallel"])) == fixed
+    assert training_batching(load_recipe(  # keras.distribution (JAX) buckets too
+        "sentiment_rotten_tomatoes_cpu", ["distribution.strategy=data_parallel"])) == {
+        "boundaries": (16, 24, 32, 48, 64), "group_batches": 50}
     assert training_batching(load_recipe("sentiment_rotten_tomatoes_cpu",
                                          ["training.bucket_boundaries=null"])) == fixed
     assert training_batching(load_recipe("sentiment_rotten_tomatoes_cpu",

@@ -46,8 +46,9 @@ Input: `fit` receives the globally batched tf.data and splits it itself (tf.dist
 tf.distribute workers, `shard_input` sets tf.data's auto-shard policy: by FILE when the data
 comes from at least one file per worker, by DATA otherwise, so no example is read by two
 workers. Across JAX hosts every process reads the same stream and Keras keeps its share of
-each global batch (global batch / processes rows); `whole_batches` drops no example but makes
-every batch whole, which that split needs.
+each global batch (global batch / processes rows); `whole_batches` makes every batch whole,
+which that split needs (fixed-length batches: the short last batch joins the next pass's rows;
+length-bucketed ones: it is left out, different rows each pass).
 
 Modules: `config` (the recipe section, the strategy/backend table, `create_distribution`,
 `start_distribution`), `placement` (the `Distribution` a runner holds), `tf_strategies`

@@ -86,11 +86,26 @@ class Distribution:
         """`dataset` (batched, repeated) as whole global batches of `batch_size` under
         keras.distribution (JAX), which splits every batch evenly over the devices and, across
         hosts, the processes: a short last batch would not split (or leave a process without
-        its share), so it joins the next pass's examples. Unchanged elsewhere (tf.distribute
-        splits short batches itself)."""
+        its share). With fixed-length batches it joins the next pass's examples. Batches cut
+        to length buckets can't be joined (their lengths differ), so there the short last
+        batch of each pass is left out; every pass reshuffles, so it leaves out different
+        rows each time. Unchanged elsewhere (tf.distribute splits short batches itself)."""
         if self.keras_distribution is None:
             return dataset
-        return dataset.rebatch(batch_size, drop_remainder=True)
+        import tensorflow as tf
+
+        specs = tf.nest.flatten(dataset.element_spec)
+        if all(spec.shape[1:].is_fully_defined() for spec in specs):
+            return dataset.rebatch(batch_size, drop_remainder=True)
+        def whole(*batch):
+            return tf.shape(tf.nest.flatten(batch)[0])[0] == batch_size
+
+        def static_batch(*batch):  # Keras' distribute_dataset reads the batch size statically
+            batch = batch if len(batch) > 1 else batch[0]
+            return tf.nest.map_structure(lambda t: tf.ensure_shape(
+                t, tf.TensorShape([batch_size]).concatenate(t.shape[1:])), batch)
+
+        return dataset.filter(whole).map(static_batch)
 
     def describe(self):
         where = f"{self.num_replicas} replica(s)"

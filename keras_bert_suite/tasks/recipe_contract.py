@@ -44,7 +44,7 @@ def data_files(data, task, builtin, file_kind):
 
 
 # Where a recipe's training batches keep sequence_length (see training_batching).
-FIXED_LENGTH_STRATEGIES = ("tpu", "data_parallel", "model_parallel")
+FIXED_LENGTH_STRATEGIES = ("tpu",)
 
 
 def training_batching(recipe):
@@ -52,10 +52,9 @@ def training_batching(recipe):
     {"boundaries": length buckets or None, "group_batches": batches per length-sorted
     group}. `training.bucket_boundaries` ("auto", a list of lengths, or null for
     fixed-length batches) and `training.group_by_length`. Fixed-length batches stay where
-    shapes must: a TPU (XLA there compiles one program per shape, and wants static shapes),
-    and keras.distribution on JAX (data_parallel, model_parallel), whose runs join a short
-    last batch to the next pass's rows (`Placement.whole_batches`), which batches of
-    different lengths can't be."""
+    shapes must: a TPU (XLA there compiles one program per shape, and wants static shapes).
+    (keras.distribution on JAX leaves out each pass's short last batch of bucketed rows:
+    `Distribution.whole_batches`.)"""
     from keras_bert_suite.text.length_buckets import bucket_boundaries
 
     training = recipe["training"]

@@ -99,6 +99,35 @@ def test_global_and_per_replica_batch_sizes():
         eight.global_batch_size(100)
 
 
+@pytest.mark.needs_tf_graph
+def test_whole_batches_under_keras_distribution():
+    """keras.distribution splits every batch over the devices: fixed-length batches join a
+    pass's short last batch to the next pass's rows; length-bucketed ones leave it out."""
+    import tensorflow as tf
+
+    from keras_bert_suite.text.length_buckets import bucketed_batches
+
+    lengths = [3, 5, 2, 7, 4, 6, 1, 8, 3, 5]  # 10 rows of real tokens, padded to 8
+    rows = tf.data.Dataset.from_tensor_slices(
+        {"token_ids": [[i + 1] * n + [0] * (8 - n) for i, n in enumerate(lengths)],
+         "padding_mask": [[1] * n + [0] * (8 - n) for n in lengths]})
+    jax_like = Distribution("data_parallel", num_replicas=2, keras_distribution=object())
+    for boundaries in (None, (4, 8)):
+        batches = bucketed_batches(rows, 4, boundaries).repeat()
+        assert Distribution().whole_batches(batches, 4) is batches  # unchanged elsewhere
+        whole = jax_like.whole_batches(batches, 4)
+        assert whole.element_spec["token_ids"].shape[0] == 4  # Keras reads it statically
+        whole = list(whole.take(5).as_numpy_iterator())
+        assert all(len(batch["token_ids"]) == 4 for batch in whole)
+        firsts = [[int(row[0]) for row in batch["token_ids"]] for batch in whole]
+        if boundaries is None:  # rows 9, 10 then the next pass's 1, 2
+            assert firsts == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 1, 2], [3, 4, 5, 6],
+                              [7, 8, 9, 10]]
+        else:  # each pass's 2-row batch is left out; lengths stay on the boundaries
+            assert firsts == [[1, 2, 3, 4], [5, 6, 7, 8]] * 2 + [[1, 2, 3, 4]]
+            assert [batch["token_ids"].shape[1] for batch in whole] == [8, 8, 8, 8, 8]
+
+
 @pytest.mark.needs_tf_distribute
 def test_multi_worker_without_tf_config_explains_it(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
