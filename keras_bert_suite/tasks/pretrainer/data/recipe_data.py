@@ -134,10 +134,12 @@ def build_datasets(recipe, tokenizer, log=print, batch_size=None, distribution=N
         NextTokenTargets, apply_next_token_targets)
     from keras_bert_suite.tasks.pretrainer.data.packing import check_packing, pack_instances
 
-    data, training = recipe["data"], recipe["training"]
-    data = {"instance_format": "nsp", "max_ngram": 1, "targets": "masked", **{
-        key: value for key, value in data.items() if value is not None or key not in (
-            "instance_format", "max_ngram", "targets")}}
+    from keras_bert_suite.tasks.pretrainer.objectives import resolved_data
+
+    training = recipe["training"]
+    # Null instance_format / max_ngram / targets: the objective's (BERT's when a recipe
+    # dict comes without one; the runner has filled them already).
+    data = resolved_data(recipe.get("model", {}).get("objective") or "mlm_nsp", recipe["data"])
     if data["targets"] not in ("masked", "next_token"):
         raise RecipeError(f"data.targets must be 'masked' (MLM) or 'next_token' (left-to-right "
                           f"LM), got {data['targets']!r}.")
