@@ -97,6 +97,7 @@ class Distribution:
         specs = tf.nest.flatten(dataset.element_spec)
         if all(spec.shape[1:].is_fully_defined() for spec in specs):
             return dataset.rebatch(batch_size, drop_remainder=True)
+
         def whole(*batch):
             return tf.shape(tf.nest.flatten(batch)[0])[0] == batch_size
 

@@ -43,14 +43,19 @@ class MaskingConfig:
     whole_word_masking: bool = False
     max_ngram: int = 1  # > 1: n-grams of whole words (ALBERT: 3)
     # [V] bool: True for pieces that continue a word ("##" in WordPiece; needed by
-    # whole_word_masking only).
+    # whole-word groups only: whole_words).
     is_continuation: np.ndarray = None
+
+    @property
+    def whole_words(self):
+        """Masked groups are whole words: with whole_word_masking, and for n-grams (of words)."""
+        return self.whole_word_masking or self.max_ngram > 1
 
     def __post_init__(self):
         check_rates(self.masked_lm_prob, self.max_predictions_per_seq, self.mask_token_rate,
                     self.random_token_rate)
         check_max_ngram(self.max_ngram)
-        if (self.whole_word_masking or self.max_ngram > 1) and self.is_continuation is None:
+        if self.whole_words and self.is_continuation is None:
             raise ValueError("whole_word_masking and max_ngram > 1 need is_continuation "
                              "(~tokenizer.word_start_flags()).")
 
@@ -92,7 +97,7 @@ def mask_instance(token_ids, config, rng):
     num_to_predict = min(config.max_predictions_per_seq,
                          max(1, int(round(len(token_ids) * config.masked_lm_prob))))
     specials = (config.cls_token_id, config.sep_token_id)
-    if config.whole_word_masking or config.max_ngram > 1:
+    if config.whole_words:
         groups = []
         for i, token_id in enumerate(token_ids):
             if token_id in specials:
