@@ -65,9 +65,19 @@ def cosine_loss(teacher_hidden, student_hidden, padding_mask):
     return masked_mean(1.0 - cosine, ops.greater(padding_mask, 0))
 
 
+def same_instance_keys(padding_mask):
+    """[B, T, T] true where query t may see key s: s is a real token of t's instance. A packed
+    row numbers its instances 1, 2, ... (0 = padding), so its relations stay within each
+    instance as its attention does; an unpacked row (1 / 0) keeps every real key."""
+    mask = ops.cast(padding_mask, "int32")
+    return ops.logical_and(ops.equal(mask[:, :, None], mask[:, None, :]),
+                           ops.greater(mask, 0)[:, None, :])
+
+
 def relation_log_probs(a, b, num_relation_heads, padding_mask):
     """log softmax(A B^T / sqrt(d)) per relation head: A, B [B, T, W] are split into
-    `num_relation_heads` heads of W / R features -> [B, R, T, T] (padding keys excluded)."""
+    `num_relation_heads` heads of W / R features -> [B, R, T, T] (keys of other instances
+    and padding excluded)."""
     batch, length, width = ops.shape(a)[0], ops.shape(a)[1], a.shape[-1]
     size = width // num_relation_heads
 
@@ -76,8 +86,7 @@ def relation_log_probs(a, b, num_relation_heads, padding_mask):
                              (0, 2, 1, 3))
 
     scores = ops.einsum("brtd,brsd->brts", heads(a), heads(b)) / (size ** 0.5)  # [B, R, T, T]
-    keys = ops.cast(padding_mask, "bool")[:, None, None, :]
-    scores = ops.where(keys, scores, -1e9)
+    scores = ops.where(same_instance_keys(padding_mask)[:, None], scores, -1e9)
     return ops.log_softmax(scores, axis=-1)
 
 

@@ -107,11 +107,11 @@ def test_hidden_and_relation_losses_match_hand_computation():
     heads = 2
     ta, tb, sa, sb = (rng.normal(size=(2, 4, 6)) for _ in range(4))
 
-    def relation(a, b):
+    def relation(a, b, keys=mask[:, None, None, :] > 0):
         a = a.reshape(2, 4, heads, 3).transpose(0, 2, 1, 3)
         b = b.reshape(2, 4, heads, 3).transpose(0, 2, 1, 3)
         scores = a @ b.transpose(0, 1, 3, 2) / np.sqrt(3)
-        scores = np.where(mask[:, None, None, :] > 0, scores, -1e9)
+        scores = np.where(keys, scores, -1e9)
         return _log_softmax(scores)
 
     t_rel, s_rel = relation(ta, tb), relation(sa, sb)
@@ -119,6 +119,15 @@ def test_hidden_and_relation_losses_match_hand_computation():
     expected = (per_query * mask).sum(1) / mask.sum(1)
     actual = losses.relation_loss((ta.astype("float32"), tb.astype("float32")),
                                   (sa.astype("float32"), sb.astype("float32")), heads, mask)
+    assert_close(actual, expected, rtol=1e-4, atol=1e-6)
+
+    # Packed rows: a query's relations take only its own instance's keys, as its attention.
+    keys = (packed[:, :, None] == packed[:, None, :]) & (packed[:, None, :] > 0)  # [B, T, T]
+    t_rel, s_rel = relation(ta, tb, keys[:, None]), relation(sa, sb, keys[:, None])
+    per_query = (np.exp(t_rel) * (t_rel - s_rel)).sum(-1).mean(1)
+    expected = (per_query * mask).sum(1) / mask.sum(1)
+    actual = losses.relation_loss((ta.astype("float32"), tb.astype("float32")),
+                                  (sa.astype("float32"), sb.astype("float32")), heads, packed)
     assert_close(actual, expected, rtol=1e-4, atol=1e-6)
 
 
