@@ -7,9 +7,11 @@
 * `relation_loss`: MiniLM (Wang et al. 2020, 2021) — KL between the teacher's and the
   student's self-attention relations softmax(A B^T / sqrt(d)) of a layer's queries, keys and
   values, computed on relation heads, so the two may differ in width and in head count.
+* `cosine_loss`: DistilBERT (Sanh et al. 2019) — 1 - cos between the teacher's and the
+  student's last hidden states.
 
-Each returns one value per example [B], averaged over the positions `mask` marks; the
-distiller averages over the batch.
+Each returns one value per example [B], averaged over the positions `mask` marks (the cosine
+term: each row's share of the batch's token mean); the distiller averages over the batch.
 """
 
 from keras import ops
@@ -57,12 +59,16 @@ def hidden_state_loss(teacher_hidden, student_hidden, padding_mask):
 
 def cosine_loss(teacher_hidden, student_hidden, padding_mask):
     """DistilBERT's cosine embedding loss: 1 - cos(teacher, student) of each token's hidden
-    state, averaged over real tokens (padding_mask > 0): [B, T, H] x 2 -> [B]."""
+    state, averaged over the batch's real tokens (padding_mask > 0) as DistilBERT's code
+    does, so a long row weighs more than a short one: [B, T, H] x 2 -> [B], each row's share
+    of that mean times B (their mean is the loss, like the other terms')."""
     teacher, student = _float(teacher_hidden), _float(student_hidden)
     dot = ops.sum(teacher * student, axis=-1)
     norms = ops.sqrt(ops.sum(ops.square(teacher), axis=-1) * ops.sum(ops.square(student), axis=-1))
-    cosine = dot / ops.maximum(norms, 1e-12)
-    return masked_mean(1.0 - cosine, ops.greater(padding_mask, 0))
+    real = _float(ops.greater(padding_mask, 0))
+    per_row = ops.sum((1.0 - dot / ops.maximum(norms, 1e-12)) * real, axis=-1)  # [B]
+    rows = ops.cast(ops.shape(real)[0], "float32")
+    return per_row * rows / ops.maximum(ops.sum(real), 1.0)
 
 
 def same_instance_keys(padding_mask):

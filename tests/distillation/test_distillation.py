@@ -450,8 +450,9 @@ def test_distilbert_triple_loss_on_a_masked_lm(pretrainer):
     s = to_numpy(run_with_hidden_states(student, x, training=False)[1][-1]).astype("float64")
     cosine = 1 - (t * s).sum(-1) / np.sqrt((t * t).sum(-1) * (s * s).sum(-1))  # [B, T]
     real = x["padding_mask"] > 0
-    expected = ((cosine * real).sum(1) / real.sum(1)).mean()
+    expected = (cosine * real).sum() / real.sum()  # over the batch's tokens, as DistilBERT
     assert_close(logs["cosine_loss"], expected, rtol=1e-5, atol=1e-6)
+    assert not np.isclose(expected, ((cosine * real).sum(1) / real.sum(1)).mean(), rtol=1e-3)
     assert_close(logs["loss"], 5.0 * logs["soft_loss"] + 2.0 * logs["hard_loss"]
                  + 1.0 * logs["cosine_loss"], rtol=1e-5)
     with pytest.raises(ValueError, match="cosine_weight compares hidden states of equal width"):
