@@ -28,8 +28,22 @@ class SampleTokens(keras.layers.Layer):
     def compute_output_shape(self, logits_shape):
         return tuple(logits_shape[:-1])
 
+    # The seed generator's position is training state: a run resumed from a backup must draw
+    # the samples (so the discriminator's labels) an unbroken run would. Keras saves a
+    # layer's weights only, not its seed generators.
+    def save_own_variables(self, store):
+        super().save_own_variables(store)
+        store[SEED_STATE] = ops.convert_to_numpy(self.seed_generator.state)
+
+    def load_own_variables(self, store):
+        if SEED_STATE in store:  # files saved before it was kept have none
+            self.seed_generator.state.assign(store[SEED_STATE][...])
+
     def get_config(self):
         return {**super().get_config(), "seed": self.seed}
+
+
+SEED_STATE = "seed_generator_state"
 
 
 def at_positions(positions, values, length):

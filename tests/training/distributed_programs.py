@@ -349,7 +349,7 @@ def jax_heads():
 
 
 def pretrain_until_paused():
-    """`kbs pretrain` (argv: output dir, ready file, pause after this many checkpoint
+    """`kbs pretrain` (argv: recipe, output dir, ready file, pause after this many checkpoint
     intervals, then the recipe's --set overrides): after that interval's backup is written,
     touches the ready file and blocks, so the test can SIGKILL a run that is surely mid-way."""
     import time
@@ -359,7 +359,7 @@ def pretrain_until_paused():
     from keras_bert_suite.recipe_runner import load_recipe
     from keras_bert_suite.recipe_runner.pretraining import run_pretraining
 
-    output, ready, intervals = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    recipe_name, output, ready, intervals = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 
     class PauseWhenBackedUp(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):  # after the run's own backup callback
@@ -368,7 +368,7 @@ def pretrain_until_paused():
                     f.write(str(epoch))
                 time.sleep(3600)  # killed long before this returns
 
-    recipe = load_recipe("pretrain_cpu_smoke", overrides=sys.argv[5:])
+    recipe = load_recipe(recipe_name, overrides=sys.argv[6:])
     run_pretraining(recipe, output, callbacks=[PauseWhenBackedUp()], verbose=0,
                     log=lambda *_: None)
     return {"finished": True}  # only if the pause never came
