@@ -76,12 +76,13 @@ def family_holding(config):
     """The first family whose transformers config holds encoder `config` exactly: written
     with its `hf_config` and read back, every architecture argument comes back unchanged.
     None when no family can (e.g. RoBERTa's positions with ALBERT's shared layers)."""
-    wanted = {key: config.get(key) for key in ENCODER_CONFIG_KEYS}
-    for family in families():
-        written = family.encoder_config(family.hf_config(config), "config.json")
-        if {key: written.get(key) for key in ENCODER_CONFIG_KEYS} == wanted:
-            return family
-    return None
+    return next((family for family in families() if holds(family, config)), None)
+
+
+def holds(family, config):
+    """Whether `family`'s transformers config holds encoder `config` exactly."""
+    written = family.encoder_config(family.hf_config(config), "config.json")
+    return all(written.get(key) == config.get(key) for key in ENCODER_CONFIG_KEYS)
 
 
 def supported_model_types():

@@ -11,6 +11,7 @@ RobertaForMaskedLM, AlbertForPreTraining with the sentence-order head):
     BertEncoder, BertFeatureExtractor   BertModel (the extractor's pooling is not a weight)
     BertPretrainer                      BertForPreTraining (MLM-only: BertForMaskedLM)
     ReplacedTokenDetector               ElectraForPreTraining (ELECTRA's discriminator)
+    ElectraPretrainer.generator()       ElectraForMaskedLM (a BertPretrainer, MLM only)
     BertClassifier                      BertForSequenceClassification (label names: id2label)
     BertTokenClassifier                 BertForTokenClassification (label names: id2label)
     BertSpanLabeler                     BertForQuestionAnswering
@@ -32,7 +33,8 @@ from keras_bert_suite.checkpoints.google_bert_writer import write_google_bert
 from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
 from keras_bert_suite.checkpoints.keras_hub import CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub, writes_tokenizer
-from keras_bert_suite.families import ENCODER_POOLER, family_holding
+from keras_bert_suite.families import (
+    ENCODER_POOLER, family_holding, family_of_model_type, holds)
 from keras_bert_suite.families.bert import TASK_HEADS
 from keras_bert_suite.models.find_encoder import encoder_of
 
@@ -64,7 +66,8 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     """
     name = _exportable_name(model, "save_huggingface")
     config, weights = _config_and_weights(model, "save_huggingface")
-    family = _family(config, name)
+    family = (_replaced_token_family(config) if name == "ReplacedTokenDetector"
+              else _family(config, name))
     head_tensors, extra, pooler = {}, {}, ENCODER_POOLER
     if name in TASK_HEADS:
         suffix, module, pooler = family.task_heads[name]
@@ -74,7 +77,7 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
                         f"{module}.bias": _numpy(dense.bias)}
         extra = _label_config(model)
     elif name == "ReplacedTokenDetector":
-        architecture = _replaced_token_class(family)
+        architecture = family.class_name("ForPreTraining")
     elif name == "BertPretrainer":
         if model.next_sentence_head is not None:
             _check_pretraining_class(family)
@@ -309,15 +312,18 @@ def _family(config, name):
     return family
 
 
-def _replaced_token_class(family):
-    """ElectraForPreTraining: the one transformers class with a replaced-token head."""
-    if "rtd/dense" not in family.tree.modules:
+def _replaced_token_family(config):
+    """ELECTRA, whose ElectraForPreTraining is the one transformers class with a replaced-token
+    head. That class has no pooler, so the encoder's pooler activation does not count: a
+    discriminator pretrained on BERT's shape (tanh pooler) goes out as well."""
+    electra = family_of_model_type("electra")
+    if not holds(electra, {**config, "pooler_activation": "gelu"}):
         raise ValueError(
-            f"save_huggingface: a ReplacedTokenDetector on a {family.name} encoder: only "
-            f"ELECTRA has a transformers class with the replaced-token head "
-            f"(ElectraForPreTraining). Pass model.encoder, or save the whole model with "
-            f"save_to_preset or model.save('model.keras').")
-    return family.class_name("ForPreTraining")
+            "save_huggingface: this ReplacedTokenDetector's encoder has arguments that "
+            "ELECTRA's config cannot hold (only ElectraForPreTraining has the replaced-token "
+            "head). Pass model.encoder, or save the whole model with save_to_preset or "
+            "model.save('model.keras').")
+    return electra
 
 
 def _refuse_causal(model, function, holder):

@@ -101,22 +101,53 @@ def test_electra_pretrainer_through_the_harness(tmp_path):
                                          "sampled_ids": (3, 3)})
 
 
-@pytest.mark.real
-def test_discriminator_goes_out_as_electra_for_pretraining(tmp_path, electra):
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"word{i}" for i in range(VOCABULARY - 5)]
+
+
+def _transformers_logits(class_name, path, x):
+    """The logits of transformers' `class_name` read from `path` on batch `x` [B, T, ...]."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
+    theirs = getattr(transformers, class_name).from_pretrained(path).eval()
+    with torch.no_grad():
+        return theirs(input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
+                      attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long)
+                      ).logits.numpy()
+
+
+@pytest.mark.real
+def test_discriminator_goes_out_as_electra_for_pretraining(tmp_path, electra):
     from keras_bert_suite import save_huggingface
 
     x, _ = _batch()
     encoder_inputs = {k: x[k] for k in ("token_ids", "segment_ids", "padding_mask")}
-    path = save_huggingface(electra.detector(), tmp_path / "hf",
-                            vocabulary=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-                            + [f"word{i}" for i in range(VOCABULARY - 5)])
-    theirs = transformers.ElectraForPreTraining.from_pretrained(path).eval()
-    with torch.no_grad():
-        logits = theirs(input_ids=torch.tensor(x["token_ids"], dtype=torch.long),
-                        attention_mask=torch.tensor(x["padding_mask"], dtype=torch.long)).logits
+    path = save_huggingface(electra.detector(), tmp_path / "hf", vocabulary=WORDS)
+    logits = _transformers_logits("ElectraForPreTraining", path, x)
     ours = to_numpy(electra.detector()(encoder_inputs))
     real = x["padding_mask"] > 0
-    assert_close(ours[real], logits.numpy()[real], rtol=1e-4, atol=1e-5)
+    assert_close(ours[real], logits[real], rtol=1e-4, atol=1e-5)
     assert isinstance(ReplacedTokenDetector.from_preset(path), ReplacedTokenDetector)
+
+    # On BERT's shape (tanh pooler, one width), as the CPU recipe pretrains it: the same
+    # class, since ElectraForPreTraining has no pooler.
+    bert_shaped = ElectraPretrainer(BertEncoder(**{**TINY, "embedding_dim": None,
+                                                   "pooler_activation": "tanh"}), seed=2)
+    path = save_huggingface(bert_shaped.detector(), tmp_path / "bert_shaped", vocabulary=WORDS)
+    logits = _transformers_logits("ElectraForPreTraining", path, x)
+    assert_close(to_numpy(bert_shaped.detector()(encoder_inputs))[real], logits[real],
+                 rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.real
+def test_generator_goes_out_as_electra_for_masked_lm(tmp_path, electra):
+    from keras_bert_suite import BertPretrainer, save_huggingface
+
+    x, _ = _batch()
+    generator = electra.generator()
+    assert type(generator) is BertPretrainer and generator.encoder.hidden_dim == 4
+    ours = to_numpy(generator(x)["mlm_logits"])
+    assert_close(ours, to_numpy(electra(x)["mlm_logits"]), rtol=1e-5, atol=1e-6)  # a copy
+    path = save_huggingface(generator, tmp_path / "generator", vocabulary=WORDS)
+    logits = _transformers_logits("ElectraForMaskedLM", path, x)  # [B, T, V]
+    at_positions = np.take_along_axis(logits, x["mask_positions"][..., None], axis=1)
+    assert_close(ours, at_positions, rtol=1e-4, atol=1e-5)

@@ -8,9 +8,9 @@ from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.layers.replaced_token_head import ReplacedTokenHead
 from keras_bert_suite.layers.transformer_block import TransformerBlock
 from keras_bert_suite.layers.initializer import BertInitializer
-from keras_bert_suite.models.encoder import EncoderParts, _encode
+from keras_bert_suite.models.encoder import BertEncoder, EncoderParts, _encode
 from keras_bert_suite.names import ENCODER_INPUTS, MASK_POSITIONS
-from keras_bert_suite.tasks.pretrainer.model import check_pretraining_inputs
+from keras_bert_suite.tasks.pretrainer.model import BertPretrainer, check_pretraining_inputs
 from keras_bert_suite.tasks.pretrainer.replaced_token_detector import ReplacedTokenDetector
 from keras_bert_suite.tasks.task import BertTask, freeze_unused_pooler, resolve_encoder
 
@@ -54,6 +54,8 @@ class ElectraPretrainer(BertTask):
     `encoder` is the discriminator's; `detector()` returns it with its replaced-token head
     as a `ReplacedTokenDetector` (transformers' ElectraForPreTraining via save_huggingface),
     and `save_to_preset` writes a preset that ReplacedTokenDetector and every task read.
+    `generator()` returns the generator as a masked-LM `BertPretrainer` (transformers'
+    ElectraForMaskedLM via save_huggingface).
     Logged: `loss`, `generator_loss`, `generator_accuracy`, `discriminator_loss`,
     `discriminator_accuracy` (over real tokens) and `replaced_fraction`.
 
@@ -211,6 +213,30 @@ class ElectraPretrainer(BertTask):
                                 detector.replaced_token_head.weights):
             theirs.assign(mine)
         return detector
+
+    def generator(self):
+        """The generator on its own: a masked-LM BertPretrainer (no NSP) on an encoder of the
+        generator's sizes, with a copy of this model's generator weights and of the shared
+        embeddings block, so it computes this model's `mlm_logits`. ELECTRA's authors
+        released their generators too; `save_huggingface` writes it as ElectraForMaskedLM."""
+        hidden, heads, intermediate = generator_sizes(self.encoder, self.generator_size)
+        width = self.encoder.embedding_dim or self.encoder.hidden_dim
+        config = {key: value for key, value in self.encoder.get_config().items()
+                  if key != "name"}
+        config.update(hidden_dim=hidden, num_heads=heads, intermediate_dim=intermediate,
+                      embedding_dim=None if width == hidden else width,
+                      pooler_activation="gelu")  # ELECTRA's; the generator has no pooler
+        generator = BertPretrainer(BertEncoder.from_config(config),
+                                   preprocessor=self.preprocessor, next_sentence_prediction=False)
+        encoder, parts = generator.encoder, self.generator_parts
+        for mine, source in [(encoder.embeddings, parts.embeddings),
+                             (encoder.embedding_projection, parts.embedding_projection),
+                             *zip(encoder.transformer_layers, parts.blocks, strict=True),
+                             (generator.masked_lm_head, self.generator_head)]:
+            if mine is not None:
+                for variable, value in zip(mine.weights, source.weights, strict=True):
+                    variable.assign(value)
+        return generator
 
     # The discriminator's weight names (the encoder's plus `rtd/...`), its preset (which a
     # ReplacedTokenDetector and any task read) and its head from a checkpoint: the
