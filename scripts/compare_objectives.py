@@ -57,6 +57,7 @@ REFERENCE_FINE_TUNE = {
                                       "training.optimizer.learning_rate=1e-4"],
     "ner_wnut16_cpu": ["training.epochs=5", "training.optimizer.learning_rate=1e-4"],
 }
+REFERENCE_RUNS = {"random_init": False, "pretrained": True}  # label -> load_weights
 
 
 def training_flops_per_row(config, sequence_length, predictions, vocabulary_size,
@@ -214,8 +215,9 @@ def step_budget(steps):
 def run(args):
     log = print
     results = {"steps": args.steps, "architecture": ARCHITECTURE, "objectives": {}}
-    if os.path.exists(os.path.join(DOCS, f"{NAME}.json")):  # --reference's runs stay
-        results.update({key: value for key, value in _read().items() if key == "reference"})
+    previous = _read() if os.path.exists(os.path.join(DOCS, f"{NAME}.json")) else {}
+    if "reference" in previous:  # --reference's runs stay
+        results["reference"] = previous["reference"]
     steps_for, flops, budget = step_budget(args.steps)
     results["budget_flops"] = budget
     from keras_bert_suite import recipe_runner
@@ -245,7 +247,7 @@ def reference(args):
     settings; adds them to the JSON as "reference"."""
     results = _read()
     results["reference"] = {"preset": REFERENCE, "fine_tuning_settings": REFERENCE_FINE_TUNE}
-    for label, load_weights in (("random_init", False), ("pretrained", True)):
+    for label, load_weights in REFERENCE_RUNS.items():
         print(f"=== fine-tuning: {REFERENCE}, {label.replace('_', ' ')} ===")
         results["reference"][label] = {"fine_tuning": fine_tune(
             REFERENCE, load_weights, os.path.join(args.output, "reference", label), print,
@@ -280,9 +282,10 @@ def table(results):
         else:
             rows.append(f"| {LABELS[name]} | {entry['steps']} | {entry['seconds']:.0f} s | "
                         f"{entry['flops']:.2e} | {accuracy:.2%} | {f1:.2%} |")
-    for label, entry in results.get("reference", {}).items():
-        if isinstance(entry, dict) and "fine_tuning" in entry:
-            accuracy, f1 = _scores(entry)
+    reference = results.get("reference", {})
+    for label in REFERENCE_RUNS:
+        if label in reference:
+            accuracy, f1 = _scores(reference[label])
             rows.append(f"| {REFERENCE}, {label.replace('_', ' ')} (--reference settings) "
                         f"| - | - | - | {accuracy:.2%} | {f1:.2%} |")
     return "\n".join(rows)

@@ -36,6 +36,7 @@ class SampleTokens(keras.layers.Layer):
         store[SEED_STATE] = ops.convert_to_numpy(self.seed_generator.state)
 
     def load_own_variables(self, store):
+        # Not Layer's: it counts the stored entries against the layer's weights (none here).
         if SEED_STATE in store:  # files saved before it was kept have none
             self.seed_generator.state.assign(store[SEED_STATE][...])
 

@@ -59,7 +59,7 @@ class DynamicMasker:
         masking.check_rates(mask_selection_rate, max_predictions_per_seq, mask_token_rate,
                             random_token_rate)
         masking.check_max_ngram(max_ngram)
-        whole_word_masking = whole_word_masking or max_ngram > 1  # n-grams of whole words
+        whole_word_masking = masking.masks_whole_words(whole_word_masking, max_ngram)
         if whole_word_masking and is_continuation is None:
             raise ValueError("whole_word_masking (and max_ngram > 1, which masks whole words) "
                              "needs is_continuation; use from_tokenizer.")

@@ -151,7 +151,7 @@ def masking_config(tokenizer, masked_lm_prob=0.15, max_predictions_per_seq=20,
         mask_token_rate=mask_token_rate, random_token_rate=random_token_rate,
         whole_word_masking=whole_word_masking, max_ngram=max_ngram,
         is_continuation=(~tokenizer.word_start_flags()
-                         if whole_word_masking or max_ngram > 1 else None))
+                         if masking.masks_whole_words(whole_word_masking, max_ngram) else None))
 
 
 def instances_from_token_documents(all_documents, rng, config, sequence_length=128,

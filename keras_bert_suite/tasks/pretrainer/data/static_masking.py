@@ -48,8 +48,7 @@ class MaskingConfig:
 
     @property
     def whole_words(self):
-        """Masked groups are whole words: with whole_word_masking, and for n-grams (of words)."""
-        return self.whole_word_masking or self.max_ngram > 1
+        return masks_whole_words(self.whole_word_masking, self.max_ngram)
 
     def __post_init__(self):
         check_rates(self.masked_lm_prob, self.max_predictions_per_seq, self.mask_token_rate,
@@ -58,6 +57,12 @@ class MaskingConfig:
         if self.whole_words and self.is_continuation is None:
             raise ValueError("whole_word_masking and max_ngram > 1 need is_continuation "
                              "(~tokenizer.word_start_flags()).")
+
+
+def masks_whole_words(whole_word_masking, max_ngram):
+    """Whether masked groups are whole words: with whole_word_masking, and for n-grams (of
+    words). Such masking needs the vocabulary's is_continuation flags."""
+    return whole_word_masking or max_ngram > 1
 
 
 def check_max_ngram(max_ngram):
