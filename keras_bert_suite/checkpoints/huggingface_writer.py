@@ -1,6 +1,7 @@
 """Writes a Hugging Face BERT directory that `transformers` loads with `from_pretrained`:
-config.json, model.safetensors, and with a vocabulary vocab.txt, tokenizer_config.json and
-special_tokens_map.json (what `AutoTokenizer` reads; it builds its fast tokenizer from them).
+config.json, model.safetensors, and with a tokenizer its files: the family's own (vocab.txt,
+vocab.json + merges.txt, the SentencePiece model), tokenizer.json (what transformers 5's
+`AutoTokenizer` reads) and tokenizer_config.json (text/tokenizer_files.py).
 
 The inverse of `huggingface.py`: the same module trees (BERT's `bert_layout.MODULES`, each
 family's in `keras_bert_suite/families/`), spelled the way `transformers` names its state
@@ -14,15 +15,14 @@ import numpy as np
 from keras_bert_suite.checkpoints import bert_layout
 from keras_bert_suite.checkpoints.huggingface import (
     is_output_bias, output_bias_names, tensor_name)
-from keras_bert_suite.checkpoints.preset_dir import write_json, write_vocabulary
+from keras_bert_suite.checkpoints.preset_dir import write_json
 from keras_bert_suite.families import ENCODER_POOLER
 from keras_bert_suite.families.bert import FAMILY as BERT
+from keras_bert_suite.text.tokenizer_files import write_huggingface_tokenizer
 
 # The masked-LM classes build their encoder without the pooler (the task classes say where
 # theirs is: `Family.task_heads`).
 WITHOUT_POOLER_SUFFIX = ("ForMaskedLM", "LMHeadModel")
-SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
-                  "cls_token": "[CLS]", "mask_token": "[MASK]"}
 
 
 def huggingface_config(config, architecture, family=BERT, **extra):
@@ -56,7 +56,8 @@ def huggingface_tensors(config, weights, architecture, head_tensors=None, family
 def write_huggingface(directory, config, weights, architecture, head_tensors=None,
                       vocabulary=None, lowercase=True, family=BERT, pooler=ENCODER_POOLER,
                       **extra_config):
-    """Writes the directory; returns its path. `extra_config` goes into config.json
+    """Writes the directory; returns its path. `vocabulary`: a tokenizer of ours or a
+    WordPiece token list (None: no tokenizer files). `extra_config` goes into config.json
     (e.g. `id2label`, `problem_type`); `family`: a `families.Family` (default BERT)."""
     from safetensors.numpy import save_file
 
@@ -67,12 +68,8 @@ def write_huggingface(directory, config, weights, architecture, head_tensors=Non
     write_json(os.path.join(directory, "config.json"),
                huggingface_config(config, architecture, family, **extra_config))
     if vocabulary is not None:
-        write_vocabulary(os.path.join(directory, "vocab.txt"), vocabulary)
-        write_json(os.path.join(directory, "tokenizer_config.json"), {
-            "tokenizer_class": "BertTokenizer", "do_lower_case": bool(lowercase),
-            "strip_accents": None, "tokenize_chinese_chars": True,
-            "model_max_length": config["max_sequence_length"], **SPECIAL_TOKENS})
-        write_json(os.path.join(directory, "special_tokens_map.json"), SPECIAL_TOKENS)
+        write_huggingface_tokenizer(directory, vocabulary, lowercase,
+                                    model_max_length=config["max_sequence_length"])
     return directory
 
 

@@ -61,8 +61,9 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     >>> theirs.config.id2label
     {0: 'negative', 1: 'positive'}
 
-    `vocabulary` is a token list or a `BertTokenizer` (default: the preprocessor's);
-    `lowercase` defaults to the tokenizer's.
+    `vocabulary` is a WordPiece token list or a tokenizer (default: the preprocessor's:
+    WordPiece, byte-level BPE or SentencePiece, written as the family's own files and as
+    tokenizer.json); `lowercase` defaults to the tokenizer's.
     """
     name = _exportable_name(model, "save_huggingface")
     config, weights = _config_and_weights(model, "save_huggingface")
@@ -90,8 +91,9 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
         extra["is_decoder"] = True
 
     tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
+    tokenizer = _tokenizer(model, vocabulary)
     return write_huggingface(directory, config, weights, architecture, head_tensors,
-                             vocabulary=tokens,
+                             vocabulary=tokenizer if hasattr(tokenizer, "special_tokens") else tokens,
                              lowercase=tokenizer_lowercase if lowercase is None else lowercase,
                              family=family, pooler=pooler, **extra)
 
@@ -378,13 +380,18 @@ def _refuse_other_families(config, function, holder="BERT's architecture"):
 def _vocabulary(model, vocabulary, config):
     """(token list or None, lowercase) from `vocabulary` (tokens or a BertTokenizer) or the
     model's preprocessor; checks the size against the encoder."""
-    tokenizer = vocabulary if vocabulary is not None else getattr(
-        getattr(model, "preprocessor", None), "tokenizer", None)
+    tokenizer = _tokenizer(model, vocabulary)
     tokens = tokenizer.get_vocabulary() if hasattr(tokenizer, "get_vocabulary") else tokenizer
     if tokens is not None and len(tokens) != config["vocabulary_size"]:
         raise ValueError(f"The vocabulary has {len(tokens)} tokens but the encoder's "
                          f"vocabulary_size is {config['vocabulary_size']}.")
     return (list(tokens) if tokens is not None else None), getattr(tokenizer, "lowercase", True)
+
+
+def _tokenizer(model, vocabulary):
+    """`vocabulary` (a tokenizer or tokens), else the model's preprocessor's tokenizer."""
+    return vocabulary if vocabulary is not None else getattr(
+        getattr(model, "preprocessor", None), "tokenizer", None)
 
 
 def _label_config(model):

@@ -38,6 +38,7 @@ import tensorflow as tf
 
 from keras_bert_suite.text import offset_alignment
 from keras_bert_suite.text import row_routing
+from keras_bert_suite.text import tokenizer_json
 from keras_bert_suite.text import vocab_io
 from keras_bert_suite.text.normalizer import BertNormalizer
 from keras_bert_suite.text.tokenizer_base import Tokenizer
@@ -59,8 +60,9 @@ class BertTokenizer(Tokenizer):
             tokens. Must contain [UNK]; [CLS], [SEP], [PAD], [MASK] are needed by the packer
             and masked-LM pretraining. Stored (as a list) in the layer config.
         lowercase: True for uncased vocabularies (strip accents + lower-case).
-        max_input_chars_per_word: longer words become [UNK]. 200 as in google-research/bert
-            (Hugging Face's default is 100).
+        max_input_chars_per_word: longer words become [UNK]. 100 as in transformers and
+            tf-text (google-research/bert's own Python used 200); a checkpoint's
+            tokenizer.json or tokenizer_config.json sets it in `from_preset`.
 
     Call: strings [B] (or a scalar) -> int32 ids, a [B, None] `tf.RaggedTensor` (1-D for a
     scalar). Python lists of str are accepted too; `encode_batch` returns Python lists.
@@ -71,7 +73,9 @@ class BertTokenizer(Tokenizer):
     [[7592, 1010, 2088, 999]]
     """
 
-    def __init__(self, vocabulary, lowercase=True, max_input_chars_per_word=200, **kwargs):
+    def __init__(self, vocabulary, lowercase=True,
+                 max_input_chars_per_word=tokenizer_json.DEFAULT_MAX_INPUT_CHARS_PER_WORD,
+                 **kwargs):
         super().__init__(**kwargs)
         if not isinstance(lowercase, (bool, np.bool_)):
             raise ValueError(f"lowercase must be True or False, got {lowercase!r}.")
@@ -173,11 +177,23 @@ class BertTokenizer(Tokenizer):
     def from_preset(cls, preset, vocabulary=None, **kwargs):
         """A built-in preset name or a checkpoint directory (ours, Hugging Face, Google BERT).
 
-        The checkpoint's vocab.txt and casing are used; an uncased architecture-only preset
-        gets the standard bert-base-uncased vocabulary. `vocabulary=` overrides either.
+        The checkpoint's vocab.txt or WordPiece tokenizer.json and its casing are used (both
+        must agree when both are there); an uncased architecture-only preset gets the
+        standard bert-base-uncased vocabulary. `vocabulary=` overrides either.
         """
         from keras_bert_suite.checkpoints.presets import resolve_checkpoint
 
+        from_json = _wordpiece_json(preset)
+        if from_json is not None:  # a tokenizer.json needs no model beside it
+            kwargs.setdefault("lowercase", from_json["lowercase"])
+            kwargs.setdefault("max_input_chars_per_word", from_json["max_input_chars_per_word"])
+            text_file = os.path.join(preset, "vocab.txt")
+            if vocabulary is None and os.path.isfile(text_file):
+                if vocab_io.load_vocabulary(text_file) != from_json["vocabulary"]:
+                    raise ValueError(
+                        f"{text_file} and the {tokenizer_json.FILE} beside it hold different "
+                        "vocabularies. Remove the one the model was not trained with.")
+            return cls(from_json["vocabulary"] if vocabulary is None else vocabulary, **kwargs)
         checkpoint = resolve_checkpoint(preset, load_weights=False)
         kwargs.setdefault("lowercase", checkpoint.lowercase)
         if vocabulary is None:
@@ -203,3 +219,19 @@ class BertTokenizer(Tokenizer):
                     "model), or pass vocabulary=.")
         return cls(vocabulary, **kwargs)
 
+
+
+def _wordpiece_json(preset):
+    """BertTokenizer's arguments from a directory's WordPiece tokenizer.json, or None; a
+    tokenizer.json of another kind gets an error that names the way to load it."""
+    directory = os.fspath(preset) if isinstance(preset, (str, os.PathLike)) else None
+    found = tokenizer_json.load(directory) if directory and os.path.isdir(directory) else None
+    if found is None:
+        return None
+    kind = tokenizer_json.kind(found[0])
+    if kind != "wordpiece":
+        raise ValueError(
+            f"{preset}'s {tokenizer_json.FILE} is a {kind} tokenizer, not WordPiece. Load it "
+            "with BertPreprocessor.from_preset (or text.tokenizer_files.tokenizer_from_preset), "
+            "which picks the tokenizer a directory holds.")
+    return tokenizer_json.wordpiece_arguments(*found)
