@@ -53,8 +53,13 @@ def test_saved_model_round_trip(small_tokenizer, tmp_path):
     path = str(tmp_path / "saved_model")
     tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
     restored = tf.saved_model.load(path)
-    texts = tf.constant(["The quick brown fox!", "", b"caf\xc3 \xff dog"])
+    # A word of 101 characters is one [UNK] (transformers' limit), one of 100 is pieces.
+    texts = tf.constant(["The quick brown fox!", "", b"caf\xc3 \xff dog", "ab" + "b" * 99,
+                         "ab" + "b" * 98])
     expected = preprocessor(texts)
     got = restored.signatures["serving_default"](text=texts)
     for name in ("token_ids", "segment_ids", "padding_mask"):
         np.testing.assert_array_equal(got[name].numpy(), expected[name])
+    unknown, a, b = (small_tokenizer.get_vocabulary().index(t) for t in ("[UNK]", "a", "##b"))
+    assert list(got["token_ids"].numpy()[3, 1:3]) == [unknown, small_tokenizer.sep_token_id]
+    assert list(got["token_ids"].numpy()[4, 1:4]) == [a, b, b]

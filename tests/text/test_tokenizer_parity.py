@@ -71,35 +71,35 @@ def cased_tokenizer(cased_sotu_vocab):
 
 def test_uncased_sotu(sotu_sentences, minilm_vocab, uncased_tokenizer):
     assert len(sotu_sentences) > 3000
-    assert_parity(uncased_tokenizer, sotu_sentences, hf_wordpiece(minilm_vocab, True, 200),
-                  hf_transformers(minilm_vocab, True, 200))
+    assert_parity(uncased_tokenizer, sotu_sentences, hf_wordpiece(minilm_vocab, True, 100),
+                  hf_transformers(minilm_vocab, True, 100))
 
 
 def test_cased_sotu(sotu_sentences, cased_sotu_vocab, cased_tokenizer):
-    assert_parity(cased_tokenizer, sotu_sentences, hf_wordpiece(cased_sotu_vocab, False, 200),
-                  hf_transformers(cased_sotu_vocab, False, 200))
+    assert_parity(cased_tokenizer, sotu_sentences, hf_wordpiece(cased_sotu_vocab, False, 100),
+                  hf_transformers(cased_sotu_vocab, False, 100))
 
 
 @pytest.mark.parametrize("lowercase", [True, False])
 def test_hard_cases(minilm_vocab, cased_sotu_vocab, uncased_tokenizer, cased_tokenizer, lowercase):
     vocabulary = minilm_vocab if lowercase else cased_sotu_vocab
     ours = uncased_tokenizer if lowercase else cased_tokenizer
-    assert_parity(ours, HARD_CASES, hf_wordpiece(vocabulary, lowercase, 200),
-                  hf_transformers(vocabulary, lowercase, 200))
+    assert_parity(ours, HARD_CASES, hf_wordpiece(vocabulary, lowercase, 100),
+                  hf_transformers(vocabulary, lowercase, 100))
 
 
-def test_hard_cases_with_hugging_face_word_limit(minilm_vocab):
-    """max_input_chars_per_word=100, Hugging Face's default, both sides."""
-    ours = BertTokenizer(minilm_vocab, max_input_chars_per_word=100)
-    assert_parity(ours, HARD_CASES, hf_wordpiece(minilm_vocab, True, 100),
-                  hf_transformers(minilm_vocab, True, 100))
+def test_hard_cases_with_google_bert_word_limit(minilm_vocab):
+    """max_input_chars_per_word=200, google-research/bert's own, both sides."""
+    ours = BertTokenizer(minilm_vocab, max_input_chars_per_word=200)
+    assert_parity(ours, HARD_CASES, hf_wordpiece(minilm_vocab, True, 200),
+                  hf_transformers(minilm_vocab, True, 200))
 
 
 def test_transformers_from_pretrained_minilm(minilm_dir, uncased_tokenizer, sotu_sentences):
-    """The real checkpoint's own tokenizer files (max_input_chars_per_word 100 there)."""
+    """The real checkpoint's own tokenizer files as transformers reads them: words over 100
+    characters are [UNK] on both sides (a 120-character word among them)."""
     reference = transformers.BertTokenizer.from_pretrained(minilm_dir)
-    reference.backend_tokenizer.model.max_input_chars_per_word = 200
-    texts = sotu_sentences[:500] + HARD_CASES
+    texts = sotu_sentences[:500] + HARD_CASES + ["a " + "supercalifragilistic" * 6 + " word"]
     assert uncased_tokenizer.encode_batch(texts) == reference(
         texts, add_special_tokens=False)["input_ids"]
 
@@ -126,4 +126,4 @@ def test_unicode_sweep(minilm_vocab, cased_sotu_vocab, uncased_tokenizer, cased_
     ours = uncased_tokenizer if lowercase else cased_tokenizer
     texts = [f"The {c}x A{c}{c}b {c}" for c in sweep_code_points()]
     assert len(texts) > 20000
-    assert_parity(ours, texts, hf_wordpiece(vocabulary, lowercase, 200))
+    assert_parity(ours, texts, hf_wordpiece(vocabulary, lowercase, 100))
