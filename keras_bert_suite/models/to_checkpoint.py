@@ -27,11 +27,12 @@ import logging
 import keras
 import numpy as np
 
-from keras_bert_suite.checkpoints import keras_hub_families
 from keras_bert_suite.checkpoints.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.google_bert_writer import write_google_bert
 from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
-from keras_bert_suite.checkpoints.keras_hub import CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES
+from keras_bert_suite.checkpoints.keras_hub_backbones import backbone_for
+from keras_bert_suite.checkpoints.keras_hub_names import (
+    CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES)
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub, writes_tokenizer
 from keras_bert_suite.families import (
     ENCODER_POOLER, family_holding, family_of_model_type, holds)
@@ -142,7 +143,7 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
 
     `keras_hub.models.<X>Backbone.from_preset(directory)` (or the task's class) loads it and
     `BertEncoder.from_preset(directory)` reads the encoder back bit for bit (RoBERTa: see
-    checkpoints/keras_hub_families.py for its position table and segment row; RoBERTa's and
+    checkpoints/keras_hub_backbones.py for its position table and segment row; RoBERTa's and
     DistilBERT's backbones have no pooler, so only their classifier presets keep ours).
     KerasHub has no label names (a classifier's are not written) and hard-wires each
     backbone's layer-norm epsilon and GELU: an encoder it cannot hold is refused, saying
@@ -175,42 +176,40 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     tokenizer = vocabulary if vocabulary is not None else getattr(
         getattr(model, "preprocessor", None), "tokenizer", None)
     backbone = _keras_hub_backbone(config, tokenizer)
-    family = None if backbone == "BertBackbone" else keras_hub_families.BACKBONES[backbone]
-    classifier = "BertTextClassifier" if family is None else family.classifier
     task, task_arguments, task_weights = None, None, None
-    if name == "BertClassifier" and classifier is not None:
-        task = classifier
+    if name == "BertClassifier" and backbone.classifier is not None:
+        task = backbone.classifier
         task_arguments = {"num_classes": model.num_classes, "dropout": model.dropout}
         dense = model.classifier_head
         task_weights = {CLASSIFIER_HEAD_NAMES[variable]: _numpy(getattr(dense, variable))
                         for variable in ("kernel", "bias")}
     elif name == "BertPretrainer":
-        if family is not None:
+        if backbone.masked_lm is None:
             raise ValueError(
                 f"save_keras_hub writes a BertPretrainer as BERT's BertMaskedLM only, and this "
-                f"encoder is written as KerasHub's {backbone}. Pass model.encoder (the "
-                f"backbone alone), or use save_huggingface, which writes this family's "
+                f"encoder is written as KerasHub's {backbone.class_name}. Pass model.encoder "
+                f"(the backbone alone), or use save_huggingface, which writes this family's "
                 f"pretraining heads.")
-        task = "BertMaskedLM"
+        task = backbone.masked_lm
         task_weights = {theirs: weights[ours] for ours, theirs in MASKED_LM_HEAD_NAMES.items()}
         if model.next_sentence_head is not None:
-            logger.warning("KerasHub's BertMaskedLM has no next sentence head: the NSP head "
-                           "is not exported.")
+            logger.warning("KerasHub's %s has no next sentence head: the NSP head is not "
+                           "exported.", task)
     elif name in TASK_HEADS:
         logger.warning("KerasHub has no task for %s: only its encoder is exported (a "
-                       "%s preset), not its head.", name, backbone)
-    _warn_what_keras_hub_computes_otherwise(family, config, task)
+                       "%s preset), not its head.", name, backbone.class_name)
+    _warn_what_keras_hub_computes_otherwise(backbone, config, task)
 
     tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
     subword = None  # our BPE or SentencePiece tokenizer, written as KerasHub's class
-    if tokens is not None and not _writes_wordpiece(family, tokenizer):
+    if tokens is not None and not _writes_wordpiece(backbone, tokenizer):
         tokens = None
         if writes_tokenizer(tokenizer, backbone):
             subword = tokenizer
             _warn_albert_casing(subword)
         else:
             logger.warning("KerasHub's %s has no tokenizer that splits text as this %s does: "
-                           "the preset gets no tokenizer.", backbone,
+                           "the preset gets no tokenizer.", backbone.class_name,
                            "token list" if isinstance(tokenizer, (list, tuple))
                            else type(tokenizer).__name__)
     return write_keras_hub(
@@ -218,28 +217,26 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
         task_weights=task_weights, vocabulary=tokens,
         lowercase=tokenizer_lowercase if lowercase is None else lowercase,
         sequence_length=getattr(getattr(model, "preprocessor", None), "sequence_length", None),
-        backbone_class=backbone, tokenizer=subword)
+        backbone_class=backbone.class_name, tokenizer=subword)
 
 
 def _keras_hub_backbone(config, tokenizer):
-    """KerasHub's backbone class for the encoder: BertBackbone for BERT's architecture, else
-    the family's that holds it; a ValueError that says what no backbone can hold."""
-    if all(config[key] == value for key, value in BERT_FAMILY_DEFAULTS.items()):
-        return "BertBackbone"
+    """KerasHub's backbone for the encoder (a row of keras_hub_backbones.BACKBONES); a
+    ValueError that says what no backbone can hold."""
     xlm_roberta = getattr(tokenizer, "style", None) == "xlm_roberta"  # its SentencePiece
     try:
-        return keras_hub_families.backbone_for(config, sentencepiece=xlm_roberta).class_name
+        return backbone_for(config, sentencepiece=xlm_roberta)
     except ValueError as error:
         raise ValueError(f"save_keras_hub: {error} save_huggingface writes every family "
                          f"transformers has. " + _OUR_FORMATS.format(what="every family")
                          ) from None
 
 
-def _writes_wordpiece(family, tokenizer):
+def _writes_wordpiece(backbone, tokenizer):
     """Whether KerasHub's tokenizer for the backbone and ours are both WordPiece."""
     ours = tokenizer is None or isinstance(tokenizer, (list, tuple)) or (
         type(tokenizer).__name__ == "BertTokenizer")
-    return ours and (family is None or family.wordpiece)
+    return ours and backbone.tokenizer == "wordpiece"
 
 
 def _warn_albert_casing(tokenizer):
@@ -250,17 +247,15 @@ def _warn_albert_casing(tokenizer):
                        "the preset's ids are not ours. Give it text lower-cased, without accents.")
 
 
-def _warn_what_keras_hub_computes_otherwise(family, config, task):
-    if family is None:
-        return
-    if family.class_name == "ElectraBackbone" and config["pooler_activation"] != "tanh":
+def _warn_what_keras_hub_computes_otherwise(backbone, config, task):
+    if backbone.class_name == "ElectraBackbone" and config["pooler_activation"] != "tanh":
         logger.warning("KerasHub's ElectraBackbone applies tanh to its pooled_dense where this "
                        "encoder's pooler applies %s: its pooled_output is not ours (its "
                        "sequence_output is, up to its tanh GELU).", config["pooler_activation"])
-    if "pooler/kernel" not in family.names and task is None:
+    if not backbone.has_pooler() and task is None:
         logger.warning("KerasHub's %s has no pooler: this encoder's is not exported (a %s "
-                       "preset of a BertClassifier holds it).", family.class_name,
-                       family.classifier)
+                       "preset of a BertClassifier holds it).", backbone.class_name,
+                       backbone.classifier)
 
 
 def _exportable_name(model, function):
@@ -366,7 +361,7 @@ def _refuse_other_families(config, function, holder="BERT's architecture"):
     """Google's BERT format holds BERT's architecture (and transformers none of a mix such
     as RoBERTa's positions with ALBERT's shared layers): such an encoder would be written
     wrong, so it is refused with what differs from BERT. (KerasHub's backbones: see
-    `keras_hub_families.backbone_for`.)"""
+    `keras_hub_backbones.backbone_for`.)"""
     differs = {key: config[key] for key, bert in BERT_FAMILY_DEFAULTS.items()
                if config[key] != bert}
     if differs:

@@ -19,7 +19,9 @@ from keras_bert_suite import (
     BertTokenizer,
     save_keras_hub,
 )
-from keras_bert_suite.checkpoints.keras_hub import MASKED_LM_HEAD_NAMES, to_keras_hub
+from keras_bert_suite.checkpoints.keras_hub_backbones import BACKBONES
+from keras_bert_suite.checkpoints.keras_hub_names import MASKED_LM_HEAD_NAMES
+from keras_bert_suite.checkpoints.keras_hub_weights import to_keras_hub
 from keras_bert_suite.cli import main as kbs
 from tests.conftest import to_numpy
 from tests.minilm_reference import PARITY_ATOL, PARITY_RTOL, reference
@@ -113,7 +115,7 @@ def _gap(name, actual, expected):
 
 def test_keras_hub_loads_every_weight_and_computes_ours(encoder, exported, inputs):
     backbone = keras_hub.models.BertBackbone.from_preset(exported)
-    expected = to_keras_hub(_weights(encoder), _config(encoder))
+    expected = to_keras_hub(BACKBONES["BertBackbone"], _weights(encoder), _config(encoder))
     assert sorted(variable.path for variable in backbone.weights) == sorted(expected)
     for variable in backbone.weights:
         np.testing.assert_array_equal(to_numpy(variable), expected[variable.path],

@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import BertEncoder
-from keras_bert_suite.checkpoints import UnsupportedCheckpointError, keras_hub, load_checkpoint
+from keras_bert_suite.checkpoints import UnsupportedCheckpointError, load_checkpoint
+from keras_bert_suite.checkpoints.keras_hub_backbones import BACKBONES
+from keras_bert_suite.checkpoints.keras_hub_h5 import read_weights_h5
+from keras_bert_suite.checkpoints.keras_hub_weights import from_keras_hub, to_keras_hub
 from tests.minilm_reference import PARITY_ATOL, PARITY_RTOL, reference
 from tests.numerics import assert_close
 
@@ -20,6 +23,7 @@ keras_hub_package = pytest.importorskip("keras_hub")
 # With the same weights that alone moves MiniLM's outputs by ~4e-3 (measured, on values that
 # reach |5.6|); a wrong weight would move them by O(1).
 APPROXIMATE_GELU_TOLERANCE = 1e-2
+BERT = BACKBONES["BertBackbone"]
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +35,7 @@ def minilm_encoder(minilm_dir):
 def minilm_backbone(minilm_encoder):
     """KerasHub's BertBackbone holding our MiniLM weights, converted by `to_keras_hub`."""
     ours = {name: keras.ops.convert_to_numpy(v) for name, v in minilm_encoder.weight_map().items()}
-    return _backbone_like(minilm_encoder, keras_hub.to_keras_hub(ours, _config(minilm_encoder)))
+    return _backbone_like(minilm_encoder, to_keras_hub(BERT, ours, _config(minilm_encoder)))
 
 
 def _backbone_like(encoder, weights):
@@ -84,8 +88,8 @@ def test_keras_hub_weights_run_in_ours(minilm_encoder, minilm_backbone, minilm_d
     ours = {name: keras.ops.convert_to_numpy(v) for name, v in minilm_encoder.weight_map().items()}
     config = _config(minilm_encoder)
 
-    converted = keras_hub.from_keras_hub(
-        {w.path: keras.ops.convert_to_numpy(w) for w in minilm_backbone.weights}, config)
+    converted = from_keras_hub(
+        BERT, {w.path: keras.ops.convert_to_numpy(w) for w in minilm_backbone.weights}, config)
 
     assert sorted(converted) == sorted(ours)
     for name, value in ours.items():
@@ -121,12 +125,12 @@ def test_h5_files_without_layer_name_attributes(tmp_path):
         max_sequence_length=10)
     backbone.save_to_preset(str(tmp_path))
     path = str(tmp_path / "model.weights.h5")
-    with_names = keras_hub.read_weights_h5(path)
+    with_names = read_weights_h5(path)
     with h5py.File(path, "a") as h5:
         h5.visititems(lambda name, item: item.attrs.__delitem__("name")
                       if name.endswith("vars") and "name" in item.attrs else None)
 
-    without_names = keras_hub.read_weights_h5(path)
+    without_names = read_weights_h5(path)
 
     assert sorted(without_names) == sorted(with_names) == sorted(w.path for w in backbone.weights)
     for name, value in with_names.items():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import BertClassifier, BertEncoder, BertPretrainer, save_keras_hub
-from keras_bert_suite.checkpoints import keras_hub_families
+from keras_bert_suite.checkpoints import keras_hub_backbones
 from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub
 from tests.conftest import to_numpy
@@ -150,7 +150,7 @@ def exported(request, tmp_path_factory):
     encoder."""
     backbone_class = request.param
     encoder = _our_encoder(backbone_class)
-    has_classifier = keras_hub_families.BACKBONES[backbone_class].classifier is not None
+    has_classifier = keras_hub_backbones.BACKBONES[backbone_class].classifier is not None
     model = _classifier(encoder) if has_classifier else encoder
     directory = tmp_path_factory.mktemp(backbone_class)
     return backbone_class, model, _save(model, directory, backbone_class)
@@ -229,7 +229,7 @@ def test_preset_keras_hub_wrote_reads_into_ours(backbone_class, tmp_path):
     one: the pooler and head come from task.weights.h5); ours computes its outputs."""
     arguments, inputs_name = FAMILIES[backbone_class]
     config = _config(BertEncoder(**arguments))  # what reading the preset must give
-    family = keras_hub_families.BACKBONES[backbone_class]
+    family = keras_hub_backbones.BACKBONES[backbone_class]
     backbone = getattr(keras_hub.models, backbone_class)(**family.arguments(config))
     model = backbone
     if family.classifier is not None:
@@ -268,8 +268,8 @@ def test_preset_keras_hub_wrote_reads_into_ours(backbone_class, tmp_path):
 def test_backbone_choice():
     """XLM-R's SentencePiece tokenizer picks XLMRobertaBackbone for RoBERTa's architecture."""
     config = _config(BertEncoder(**ROBERTA))
-    assert keras_hub_families.backbone_for(config).class_name == "RobertaBackbone"
-    assert keras_hub_families.backbone_for(
+    assert keras_hub_backbones.backbone_for(config).class_name == "RobertaBackbone"
+    assert keras_hub_backbones.backbone_for(
         config, sentencepiece=True).class_name == "XLMRobertaBackbone"
 
 

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import BertEncoder
-from keras_bert_suite.checkpoints import bert_layout, keras_hub, load_checkpoint, weight_table
+from keras_bert_suite.checkpoints import bert_layout, keras_hub_names, load_checkpoint, weight_table
+from keras_bert_suite.checkpoints.keras_hub_backbones import BACKBONES
+from keras_bert_suite.checkpoints.keras_hub_weights import from_keras_hub, to_keras_hub
 from keras_bert_suite.families import families
 from keras_bert_suite.models import weight_names
 from tests.checkpoints.checkpoint_writers import (
@@ -29,7 +31,8 @@ def test_every_map_names_exactly_the_table():
     assert set(weight_names._MODULES) == set(weight_table.modules())
     encoder_templates = {*weight_table.EMBEDDING_WEIGHTS, *weight_table.LAYER_WEIGHTS,
                          *weight_table.POOLER_WEIGHTS}
-    assert set(keras_hub.KERAS_HUB_NAMES) == {
+    bert_backbone = BACKBONES["BertBackbone"]
+    assert {*keras_hub_names.BLOCK_NAMES, *bert_backbone.names} == {
         template for template in encoder_templates if not template.startswith(
             "embeddings/projection/")}
     for family in families():
@@ -95,7 +98,9 @@ def test_every_reader_gives_the_table_names_and_shapes(
 
     ours = {name: keras.ops.convert_to_numpy(value)
             for name, value in encoder.weight_map().items()}
-    assert _shapes(keras_hub.from_keras_hub(keras_hub.to_keras_hub(ours, config), config)) == table
+    bert_backbone = BACKBONES["BertBackbone"]
+    theirs = to_keras_hub(bert_backbone, ours, config)
+    assert _shapes(from_keras_hub(bert_backbone, theirs, config)) == table
 
     encoder.save_preset(tmp_path / "ours")
     assert _shapes(load_checkpoint(str(tmp_path / "ours")).weights) == table
@@ -109,6 +114,6 @@ def test_keras_hub_names_are_bert_backbones(minilm_checkpoint):
     backbone = keras_hub_package.models.BertBackbone(
         **{key: value for key, value in config.items()
            if key not in ("layer_norm_epsilon", "initializer_range")})
-    theirs = keras_hub.to_keras_hub(minilm_checkpoint.weights, config)
+    theirs = to_keras_hub(BACKBONES["BertBackbone"], minilm_checkpoint.weights, config)
 
     assert _shapes(theirs) == {w.path: tuple(w.shape) for w in backbone.weights}
