@@ -11,8 +11,8 @@ BACKENDS = {"tensorflow", "jax", "jaxlib", "torch"}
 # Modelling code: layers (not their serving forms, layers/serving/: TensorFlow graph code for
 # SavedModels by design), the encoder, the task models and their base classes, the
 # training package (losses, metrics, optimizers, schedules, callbacks), distillation's
-# model and losses, pruning, and the family records.
-MODELLING = ("layers/*.py", "models/**/*.py", "training/**/*.py",
+# model and losses, pruning, the model transforms, and the family records.
+MODELLING = ("layers/*.py", "models/**/*.py", "transforms/**/*.py", "training/**/*.py",
              "tasks/task.py", "tasks/model_base.py", "tasks/*/model.py",
              "distillation/distiller.py", "distillation/losses.py",
              "distillation/internals.py", "distillation/student_init.py", "pruning/**/*.py",

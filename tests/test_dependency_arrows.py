@@ -17,8 +17,12 @@ ARROWS = {
              "BertEncoder", "BertPreprocessor"},
     "recipe_runner": {"distillation", "tasks", "distribution", "models", "text", "training",
                       "storage"},
-    "distillation": {"tasks", "models", "text", "training", "names"},
-    "pruning": {"models", "text", "names"},
+    "distillation": {"transforms", "tasks", "models", "text", "training", "names"},
+    "pruning": {"transforms", "models", "text", "names"},
+    # transforms: above models and tasks (neither imports it, but for FORWARDERS), yet it
+    # imports neither: it reaches encoders and tasks through what they define
+    # (is_bert_encoder, encoder, configs, weight_map), so no circle can close through it.
+    "transforms": set(),
     "tasks": {"export", "models", "layers", "checkpoints", "text", "data", "training",
               "storage", "names"},
     "export": {"models", "layers", "text", "names"},
@@ -36,6 +40,9 @@ ARROWS = {
     "layers": {"backend_kernels", "keras_compat"},
     "serving": {"names"},
 }
+# Old import paths forwarded to the part that now holds the code, file by file, until nothing
+# imports them there (export/ imports models.lora.without_lora and models.find_encoder).
+FORWARDERS = {"models/lora.py": {"transforms"}, "models/find_encoder.py": {"transforms"}}
 
 
 def _part(path):
@@ -59,8 +66,10 @@ def test_every_import_is_a_drawn_arrow():
     found = collections.defaultdict(set)
     for path in PACKAGE.rglob("*.py"):
         source = _part(path)
+        allowed = ARROWS.get(source, set()) | FORWARDERS.get(
+            path.relative_to(PACKAGE).as_posix(), set())
         for target in _imported_parts(path):
-            if target != source and target not in ARROWS.get(source, set()):
+            if target != source and target not in allowed:
                 found[(source, target)].add(str(path.relative_to(PACKAGE)))
     assert not found, "imports that are no arrow of docs/design.md:\n" + "\n".join(
         f"  {source} -> {target}: {sorted(files)}" for (source, target), files in found.items())

@@ -1,9 +1,9 @@
 """A student made from its teacher, DistilBERT's way: the same model with fewer transformer
 layers, each copied from a teacher layer (embeddings, pooler and head copied as they are)."""
 
-from keras_bert_suite.models.find_encoder import encoder_of
-from keras_bert_suite.models.lora import without_lora
-from keras_bert_suite.models.rebuild import rebuild, weight_arrays
+from keras_bert_suite.transforms.find_encoder import encoder_of
+from keras_bert_suite.transforms.merge_lora import without_lora
+from keras_bert_suite.transforms.rebuild import rebuild, weight_arrays
 
 
 def evenly_spaced_layers(teacher_layers, student_layers):

@@ -62,7 +62,7 @@ class KeepsLoraAdapters:
         if self.lora_enabled:
             raise ValueError(
                 f"'{self.path}' has LoRA adapters: quantize the merged model instead "
-                "(keras_bert_suite.models.lora.without_lora(model).quantize('int8')).")
+                "(keras_bert_suite.transforms.without_lora(model).quantize('int8')).")
         keras_compat.quantize_subclass(super().quantize, mode, config)
 
 

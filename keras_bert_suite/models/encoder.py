@@ -9,7 +9,7 @@ from keras import ops
 
 from keras_bert_suite.layers import BertEmbeddings, TransformerBlock, packed_rows
 from keras_bert_suite.layers.gather_rows import gather_rows
-from keras_bert_suite.models import quantization, weight_names
+from keras_bert_suite.models import lora, quantization, weight_names
 from keras_bert_suite.layers.initializer import BertInitializer
 
 
@@ -217,6 +217,10 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
     >>> len(albert.transformer_layers), albert.layer_blocks
     (1, [[0], [0], [0], [0]])
     """
+
+    # How transforms/find_encoder.py tells an encoder from a task without importing this
+    # class (which would put the transforms under the encoder they transform).
+    is_bert_encoder = True
 
     def __init__(
         self,
@@ -496,11 +500,13 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         >>> sum(math.prod(variable.shape) for variable in encoder.trainable_weights)
         294912
         """
-        from keras_bert_suite.models import lora
-
         lora.enable(self, rank, alpha)
         self.lora_rank = rank
         self.lora_alpha = alpha
+
+    def has_lora_adapters(self):
+        """The hook `quantize` asks (models/quantization.py): int8 cannot hold adapters."""
+        return self.lora_rank is not None
 
     # === Weights by name (the checkpoint converters' common currency) ===
 

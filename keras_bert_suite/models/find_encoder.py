@@ -1,21 +1,6 @@
-"""The one way to find the encoder of a model: the model itself when it is a `BertEncoder`,
-else the task's `encoder`."""
+"""`find_encoder` and `encoder_of` moved to keras_bert_suite.transforms.find_encoder; this
+path stays for export/ and earlier code that import it from here."""
 
+from keras_bert_suite.transforms.find_encoder import encoder_of, find_encoder
 
-def find_encoder(model):
-    """`model` when it is a BertEncoder, else its `encoder` when that is one, else None."""
-    from keras_bert_suite.models.encoder import BertEncoder
-
-    if isinstance(model, BertEncoder):
-        return model
-    encoder = getattr(model, "encoder", None)
-    return encoder if isinstance(encoder, BertEncoder) else None
-
-
-def encoder_of(model, what="This"):
-    """`find_encoder(model)`, or a ValueError naming `what` needed one."""
-    encoder = find_encoder(model)
-    if encoder is None:
-        raise ValueError(f"{what} takes a BertEncoder or one of our task models "
-                         f"(BertClassifier, ...), got {type(model).__name__}.")
-    return encoder
+__all__ = ["encoder_of", "find_encoder"]

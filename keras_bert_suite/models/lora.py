@@ -1,5 +1,7 @@
-"""LoRA on a BertEncoder: which projections get adapters, the checks, and the merged copy
-that exports serve (the layers themselves: layers/lora_dense.py).
+"""Attaching LoRA adapters to a BertEncoder: which projections get them and the checks (the
+layers themselves: layers/lora_dense.py). It needs only the encoder object; merging the
+adapters back into plain kernels rebuilds the model, a transform above the models
+(transforms/merge_lora.py).
 
 Every transformer layer's four projections get rank-r adapters: the fused query/key/value
 [H, 3H], the attention output [H, H], and the feed-forward [H, I] and [I, H]. Every other
@@ -9,10 +11,7 @@ its adapters and its head only.
 
 import math
 
-import keras
-
 from keras_bert_suite.layers.lora_dense import stored_kernel
-from keras_bert_suite.models.find_encoder import find_encoder
 
 # (name in error messages, the projection) of each transformer layer.
 PROJECTIONS = {
@@ -67,16 +66,11 @@ def enable(encoder, rank, alpha=None):
 
 
 def without_lora(model):
-    """`model` (an encoder or a task) with each W + alpha / r A B folded into a plain kernel,
-    as a new model without adapters; `model` itself when it has none. The copy computes the
-    same function at the cost of the model without LoRA: exports serve it."""
-    from keras_bert_suite.models.rebuild import rebuild, weight_arrays
+    """`keras_bert_suite.transforms.without_lora`, at the path export/ and earlier code import
+    it from."""
+    from keras_bert_suite.transforms.merge_lora import without_lora as merged
 
-    encoder = find_encoder(model)
-    if getattr(encoder, "lora_rank", None) is None:  # no adapters (or not one of our models)
-        return model
-    # weight_map() reads each adapted kernel merged; the adapters are outside the table.
-    return rebuild(model, {"lora_rank": None, "lora_alpha": None}, weight_arrays(encoder))
+    return merged(model)
 
 
 def parameter_count(variables):

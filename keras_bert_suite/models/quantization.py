@@ -55,15 +55,18 @@ class QuantizableModel:
         'int8'
         """
         check_mode(mode, type(self).__name__)
-        from keras_bert_suite.models.find_encoder import encoder_of
-
-        encoder = encoder_of(self, "quantize")
-        if encoder.lora_rank is not None:
+        if self.has_lora_adapters():
             raise ValueError(
                 f"{type(self).__name__}.quantize: the encoder has LoRA adapters; quantize the "
-                "merged model instead (keras_bert_suite.models.lora.without_lora(model)).")
+                "merged model instead (keras_bert_suite.transforms.without_lora(model)).")
         # Only the layers Keras can quantize: it warns about every other one it is given.
         super().quantize(mode, config=config, filters=filters or _quantizable, **kwargs)
+
+    def has_lora_adapters(self):
+        """Whether the model's encoder carries LoRA adapters, which int8 cannot hold. Each
+        model answers for itself (the encoder from its config, a task through its encoder),
+        so this mixin needs to know neither class."""
+        raise NotImplementedError(f"{type(self).__name__} must define has_lora_adapters().")
 
 
 @contextlib.contextmanager

@@ -37,7 +37,7 @@ from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub, write
 from keras_bert_suite.families import (
     ENCODER_POOLER, family_holding, family_of_model_type, holds)
 from keras_bert_suite.families.bert import TASK_HEADS
-from keras_bert_suite.models.find_encoder import encoder_of
+from keras_bert_suite.models.encoder import BertEncoder
 
 # TASK_HEADS: task model -> (its transformers class suffix, its head's module there, where
 # its pooler is; the same task classes for every family); the head's Dense layer is the
@@ -86,7 +86,7 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
         architecture = family.pretraining_class(model.next_sentence_head is not None)
     else:
         architecture = family.base_model
-    if encoder_of(model, "save_huggingface").causal:
+    if _encoder(model).causal:
         architecture = _causal_class(family, name, architecture,
                                      getattr(model, "next_sentence_head", None) is not None)
         extra["is_decoder"] = True
@@ -268,10 +268,15 @@ def _exportable_name(model, function):
     return name
 
 
+def _encoder(model):
+    """The encoder of a model whose class the writer has checked (an encoder or a task)."""
+    return model if isinstance(model, BertEncoder) else model.encoder
+
+
 def _config_and_weights(model, function):
     """(BertEncoder arguments, {canonical name: float32 array}: the encoder's, and the
     pretraining heads' for a BertPretrainer)."""
-    encoder = encoder_of(model, function)
+    encoder = _encoder(model)
     _refuse_per_layer_sizes(encoder, function)
     config = {key: encoder.get_config()[key] for key in ENCODER_CONFIG_KEYS}
     variables = model.weight_map() if type(model).__name__ in PRETRAINING_MODELS else (
@@ -325,7 +330,7 @@ def _replaced_token_family(config):
 
 def _refuse_causal(model, function, holder):
     """A format with no causal flag would load a left-to-right encoder as a bidirectional one."""
-    if encoder_of(model, function).causal:
+    if _encoder(model).causal:
         raise ValueError(
             f"{function}: this encoder is causal (left-to-right), and {holder} have no way to "
             f"say so: it would load as a bidirectional encoder. Use save_huggingface "

@@ -1,10 +1,9 @@
-"""What structural pruning and masking return: `models.rebuild` (the same model with a
+"""What structural pruning and masking return: `transforms.rebuild` (the same model with a
 changed encoder config) of a model that is neither quantized nor carrying LoRA adapters."""
 
 import logging
 
-from keras_bert_suite.models import rebuild as rebuilding
-from keras_bert_suite.models.lora import without_lora
+from keras_bert_suite import transforms
 from keras_bert_suite.models.quantization import refuse_quantized
 from keras_bert_suite.pruning.units import encoder_of
 
@@ -12,10 +11,10 @@ logger = logging.getLogger(__name__)
 
 
 def rebuild(model, encoder_changes, encoder_weights):
-    """`models.rebuild.rebuild`, refusing a quantized model (its int8 kernels cannot be
+    """`transforms.rebuild`, refusing a quantized model (its int8 kernels cannot be
     sliced); `model` has no LoRA adapters (merge them first: `without_adapters`)."""
     refuse_quantized(model, "Pruning or masking")
-    return rebuilding.rebuild(model, encoder_changes, encoder_weights)
+    return transforms.rebuild(model, encoder_changes, encoder_weights)
 
 
 def without_adapters(model):
@@ -24,5 +23,5 @@ def without_adapters(model):
     if encoder_of(model).lora_rank is not None:
         logger.info("Pruning merges the LoRA adapters into the kernels; the pruned model has "
                     "none (call enable_lora on it to fine-tune with adapters again).")
-        return without_lora(model)
+        return transforms.without_lora(model)
     return model

@@ -4,12 +4,12 @@ arguments validated with errors that say what was wrong and how to fix it."""
 
 import numbers
 
-from keras_bert_suite.models import find_encoder
+from keras_bert_suite import transforms
 
 
 def encoder_of(model):
     """`model` itself when it is a BertEncoder, else the encoder of one of our task models."""
-    return find_encoder.encoder_of(model, "Pruning")
+    return transforms.encoder_of(model, "Pruning")
 
 
 def head_counts(encoder):

@@ -47,7 +47,8 @@ class BertModelBase(CompilesFromOwnDefaults, quantization.QuantizableModel):
     * `labels_by_output` re-keys (y, sample_weight) to the model's output names before Keras'
       loss and metrics see them (identity unless overridden);
     * `compile_from_config` re-runs the model's own compile() (with its defaults) when a
-      `.keras` file is loaded (`CompilesFromOwnDefaults`).
+      `.keras` file is loaded (`CompilesFromOwnDefaults`);
+    * `has_lora_adapters`, the hook `quantize` asks, is the encoder's answer.
     """
 
     def get_config(self):
@@ -70,6 +71,9 @@ class BertModelBase(CompilesFromOwnDefaults, quantization.QuantizableModel):
         model = cls(**config)
         quantization.restore(model, quantized, skip=model.encoder)
         return model
+
+    def has_lora_adapters(self):
+        return self.encoder.has_lora_adapters()
 
     def labels_by_output(self, y, sample_weight):
         return y, sample_weight

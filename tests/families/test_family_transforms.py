@@ -10,8 +10,8 @@ import pytest
 
 from keras_bert_suite import BertEncoder
 from keras_bert_suite.distillation import student_from_teacher
-from keras_bert_suite.models.lora import without_lora
 from keras_bert_suite.pruning import mask_units, neuron_importance, prune_units
+from keras_bert_suite.transforms import without_lora
 from tests.harness import assert_all_close, run_layer_test, run_quantization_test, to_numpy
 
 BATCH, LENGTH, HIDDEN = 2, 10, 16

@@ -14,7 +14,8 @@ import pytest
 from keras_bert_suite import (
     BertClassifier, BertEncoder, BertSpanLabeler, BertTokenClassifier, save_huggingface)
 from keras_bert_suite.layers.lora_dense import stored_kernel
-from keras_bert_suite.models.lora import parameter_count, without_lora
+from keras_bert_suite.models.lora import parameter_count
+from keras_bert_suite.transforms import without_lora
 from tests.conftest import alternating_reviews, to_numpy
 from tests.numerics import assert_close
 

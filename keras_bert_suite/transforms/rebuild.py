@@ -5,7 +5,7 @@ model from its config with encoder changes and carry the weights over by canonic
 import keras
 import numpy as np
 
-from keras_bert_suite.models.find_encoder import encoder_of
+from keras_bert_suite.transforms.find_encoder import encoder_of
 
 
 def rebuild(model, encoder_changes, encoder_weights):
