@@ -120,6 +120,20 @@ def cpu_name():
     return f"{fields.get('model name', platform.machine())} ({', '.join(extensions)})"
 
 
+def cpu_flags():
+    """The /proc/cpuinfo flags that decide which export precisions run fast, or right
+    (docs/export.md, "Which CPU each export needs")."""
+    wanted = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "avx512_bf16",
+              "amx_bf16")
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.partition(":")[2].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return [flag for flag in wanted if flag in flags]
+
+
 def results_header(threads, **details):
     """Date and machine facts that every results JSON starts with."""
     return {"date": datetime.date.today().isoformat(),

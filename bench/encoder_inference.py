@@ -11,8 +11,9 @@ Peers (bench/onnx_peers.py): transformers.BertModel in torch fp32 and with torch
 int8 (FBGEMM); the same BertModel exported to ONNX and run by ONNX Runtime in fp32 and
 dynamic int8; keras-hub's BertBackbone on each Keras backend. Each Keras library is timed as
 a user calls it: `model.predict_on_batch(inputs)`, with the default compile settings and with
-`jit_compile=True` (XLA on TensorFlow and JAX). "ours tensorflow export [bfloat16|int8]" is
-the encoder graph an `export_saved_model(..., precision=)` SavedModel runs (ServingEncoder);
+`jit_compile=True` (XLA on TensorFlow and JAX). "ours tensorflow export [bfloat16|int8|
+int8_vnni]" is the encoder graph an `export_saved_model(..., precision=)` SavedModel runs
+(ServingEncoder; int8_vnni only where the CPU has VNNI / AMX);
 "ours <backend> mixed_bfloat16" the same encoder under Keras' mixed_bfloat16 dtype policy;
 "<library> <backend> keras int8" the model after Keras' `model.quantize("int8")`.
 
@@ -96,16 +97,20 @@ def _copy(model):
 
 
 def _serving_graph_contestants(encoder, inputs):
-    """The encoder graph our SavedModels run (ServingEncoder), per export precision; int8
-    without calibration text (the ops, hence the speed, are the same)."""
+    """The encoder graph our SavedModels run (ServingEncoder), per export precision;
+    int8_vnni without calibration text (the ops, hence the speed, are the same), and only
+    where this CPU computes it right."""
     import tensorflow as tf
 
+    from keras_bert_suite.export.cpu_features import int8_vnni_flags
     from keras_bert_suite.export.serving_encoder import ServingEncoder
     from keras_bert_suite.names import SERVING_PRECISIONS
 
     tensors = {name: tf.constant(value) for name, value in inputs.items()}
     contestants = {}
     for precision in SERVING_PRECISIONS:
+        if precision == "int8_vnni" and not int8_vnni_flags():
+            continue
         graph = tf.function(ServingEncoder(encoder, precision).__call__)
         label = "" if precision == "float32" else f" {precision}"
         contestants[f"ours tensorflow export{label}"] = (

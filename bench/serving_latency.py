@@ -1,6 +1,6 @@
 """Serving latency, raw text -> prediction: our SavedModel vs transformers and ONNX Runtime.
 
-    python bench/serving_latency.py [--rounds 10] [--threads 2] [--no-rest]
+    python bench/serving_latency.py [--rounds 10] [--threads 2] [--no-rest] [--ours-only]
 
 Model: BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2,
 sequence_length=128) — the real all-MiniLM-L6-v2 encoder weights with a random 2-class head
@@ -17,10 +17,15 @@ Contestants, each in its own process, A B A B interleaved (see _workers.py):
                ONNX Runtime on the same network exported from transformers (bench/onnx_peers.py).
   ort int8     the same with ONNX Runtime's dynamic int8 quantization of that export.
   savedmodel bf16  the same with export_saved_model(..., precision="bfloat16").
-  savedmodel int8  the same with precision="int8", calibrated on 256 other reviews.
+  savedmodel int8  the same with precision="int8" (int8 kernels computed in float32).
+  savedmodel int8_vnni  precision="int8_vnni", calibrated on 256 other reviews; only where
+               the CPU has VNNI / AMX (the export refuses it elsewhere).
   rest         the fp32 SavedModel behind `kbs serve`, called with RestClient (HTTP + JSON).
+--ours-only times our SavedModels alone (no transformers, ONNX Runtime or rest workers).
 Inputs are real Rotten Tomatoes review sentences. Batch 1: p50/p99 of single requests;
-batch 32: sentences/s (median of batches). Every process runs with the same thread budget
+batch 32: sentences/s (median of batches); our SavedModels also answer batches of 32 x 128
+packed tokens on their `encoder_inputs` signature (no padding trimmed: b32x128 ms, median).
+Every process runs with the same thread budget
 (--threads intra-op threads, 1 inter-op thread; see _workers.thread_env; and
 OMP_WAIT_POLICY=PASSIVE, see run()). The export trims each batch's padding to its longest
 row (tasks/classifier/serving.py `trim_padding`), as the transformers tokenizer pads to the longest.
@@ -42,10 +47,11 @@ SENTENCES, CHECK = 512, 64  # distinct sentences cycled through; rows compared a
 MODEL_NAME = "sentiment"
 REFERENCES = ("ort fp32", "pipeline")  # the peers every row is divided by
 # Our exports (export_saved_model(..., precision=)), fp32 last: `kbs serve` (the rest row)
-# serves the newest version.
-PRECISIONS = ("int8", "bfloat16", "float32")
-LABELS = {"float32": "savedmodel", "bfloat16": "savedmodel bf16", "int8": "savedmodel int8"}
-CALIBRATION = 256  # other reviews than the timed ones, for the int8 export's calibration
+# serves the newest version. int8_vnni only where this CPU has VNNI / AMX.
+PRECISIONS = ("int8_vnni", "int8", "bfloat16", "float32")
+LABELS = {"float32": "savedmodel", "bfloat16": "savedmodel bf16", "int8": "savedmodel int8",
+          "int8_vnni": "savedmodel int8_vnni"}
+CALIBRATION = 256  # other reviews than the timed ones, for the int8_vnni export's calibration
 
 
 def _cycle(items):
@@ -74,6 +80,7 @@ def export_worker(work_dir):
 
     import keras_bert_suite
     from keras_bert_suite.checkpoints import packaged_checkpoint_dir
+    from keras_bert_suite.export.cpu_features import int8_vnni_flags
     from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes
     from keras_bert_suite.export import export_saved_model
 
@@ -94,8 +101,8 @@ def export_worker(work_dir):
     base_dir = os.path.join(work_dir, "saved_models")
     paths = {precision: export_saved_model(
         model, base_dir=base_dir, name=MODEL_NAME, precision=precision,
-        calibration_texts=calibration if precision == "int8" else None)
-             for precision in PRECISIONS}
+        calibration_texts=calibration if precision == "int8_vnni" else None)
+             for precision in PRECISIONS if precision != "int8_vnni" or int8_vnni_flags()}
     print(json.dumps(paths), flush=True)
 
 
@@ -114,9 +121,16 @@ def savedmodel_worker(work_dir, export_dir, threads, label):
     def predict(texts):
         return serve(text=tf.constant(texts))["probabilities"].numpy()
 
+    packed = tf.saved_model.load(export_dir).signatures["encoder_inputs"]
+    rng = np.random.default_rng(0)
+    full = {"token_ids": tf.constant(rng.integers(1000, 30000, (BATCH, LENGTH)), tf.int32),
+            "segment_ids": tf.zeros((BATCH, LENGTH), tf.int32),
+            "padding_mask": tf.ones((BATCH, LENGTH), tf.int32)}
+
     sentences = _read_work(work_dir)
     np.save(os.path.join(work_dir, f"{label}.npy"), predict(sentences[:CHECK]))
-    _workers.serve(_contestants(label, predict, sentences))
+    _workers.serve({**_contestants(label, predict, sentences),
+                    f"{label} b32x128": lambda: [v.numpy() for v in packed(**full).values()]})
 
 
 def _peer_model(work_dir):
@@ -225,7 +239,7 @@ def _percentile(values, q):
     return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
 
 
-def run(rounds, threads, rest, requests_per_round):
+def run(rounds, threads, rest, requests_per_round, peers=True):
     script = os.path.abspath(__file__)
     # OMP_WAIT_POLICY=PASSIVE: torch's OpenMP threads otherwise spin at barriers, and on a
     # loaded machine a descheduled partner thread made batch-1 torch calls 10-30x slower
@@ -245,9 +259,10 @@ def run(rounds, threads, rest, requests_per_round):
         workers = [
             _workers.Worker([script, "--worker", "savedmodel", "--export-dir", path, "--label",
                              LABELS[precision], *common], env)
-            for precision, path in export_dirs.items()] + [
-            _workers.Worker([script, "--worker", "transformers", *common], env),
-            _workers.Worker([script, "--worker", "onnxruntime", *common], env)]
+            for precision, path in export_dirs.items()]
+        if peers:
+            workers += [_workers.Worker([script, "--worker", kind, *common], env)
+                        for kind in ("transformers", "onnxruntime")]
         if rest:
             workers.append(_workers.Worker(
                 [script, "--worker", "rest", "--export-dir", os.path.dirname(
@@ -255,17 +270,18 @@ def run(rounds, threads, rest, requests_per_round):
         import numpy as np
 
         ours = np.load(os.path.join(work_dir, "savedmodel.npy"))
-        peer = np.load(os.path.join(work_dir, "transformers.npy"))
-        agreement = {"max_abs_probability_diff": float(np.abs(ours - peer).max()),
-                     "same_label": float((ours.argmax(-1) == peer.argmax(-1)).mean()),
-                     "sentences": len(ours)}
-        for precision in ("bf16", "int8"):
-            agreement[f"savedmodel_{precision}_max_abs_probability_diff"] = float(np.abs(
-                np.load(os.path.join(work_dir, f"savedmodel {precision}.npy")) - peer).max())
-        for precision in ("fp32", "int8"):  # ONNX Runtime against transformers' probabilities
-            ort = np.load(os.path.join(work_dir, f"ort_{precision}.npy"))
-            agreement[f"ort_{precision}_max_abs_probability_diff"] = float(
-                np.abs(ort - peer).max())
+        # Max |probability difference| of each export (and ONNX Runtime) against transformers,
+        # or against our fp32 export with --ours-only.
+        reference = "transformers.npy" if peers else "savedmodel.npy"
+        peer = np.load(os.path.join(work_dir, reference))
+        agreement = {"reference": reference.removesuffix(".npy"), "sentences": len(ours),
+                     "same_label": float((ours.argmax(-1) == peer.argmax(-1)).mean())}
+        compared = [LABELS[precision] for precision in export_dirs]
+        if peers:
+            compared += ["ort_fp32", "ort_int8"]
+        for label in compared:
+            got = np.load(os.path.join(work_dir, f"{label}.npy"))
+            agreement[label] = float(np.abs(got - peer).max())
         samples = {}
         try:
             for _ in range(rounds):  # A B A B: every contestant sees the same machine load
@@ -288,7 +304,9 @@ def summarize(samples):
                        "requests": len(single),
                        "sentences_per_s_b32": BATCH / statistics.median(batch),
                        "batches": len(batch)}
-    for peer in REFERENCES:
+        if f"{label} b32x128" in samples:  # our exports: 32 x 128 packed tokens
+            rows[label]["b32x128_ms"] = 1e3 * statistics.median(samples[f"{label} b32x128"])
+    for peer in (peer for peer in REFERENCES if peer in rows):
         reference = rows[peer]
         for row in rows.values():
             row[f"p50_vs_{peer}"] = row["p50_ms"] / reference["p50_ms"]
@@ -304,6 +322,8 @@ def main():
                                     "rest"])
     parser.add_argument("--requests-per-round", type=int, default=40)
     parser.add_argument("--no-rest", action="store_true", help="skip the kbs serve row")
+    parser.add_argument("--ours-only", action="store_true",
+                        help="time our SavedModels only (no transformers, ONNX Runtime, rest)")
     parser.add_argument("--work-dir", help=argparse_hidden())
     parser.add_argument("--export-dir", help=argparse_hidden())
     parser.add_argument("--label", help=argparse_hidden())
@@ -319,30 +339,35 @@ def main():
     if args.worker == "rest":
         return rest_worker(args.work_dir, args.export_dir)
 
-    samples, agreement = run(args.rounds, args.threads, not args.no_rest,
-                             args.requests_per_round)
+    peers = not args.ours_only
+    samples, agreement = run(args.rounds, args.threads, not (args.no_rest or args.ours_only),
+                             args.requests_per_round, peers=peers)
     rows = summarize(samples)
     results = _workers.results_header(args.threads, preset=PRESET, sequence_length=LENGTH,
                                       batch=BATCH, data="rotten_tomatoes", rounds=args.rounds,
-                                      agreement=agreement, rows=rows)
+                                      cpu_flags=_workers.cpu_flags(), agreement=agreement,
+                                      rows=rows)
     print(f"\nraw text -> probabilities, {PRESET}, sequence_length {LENGTH}, CPU, "
           f"{args.threads} threads; {results['date']}, {results['machine']} x{results['cpus']}")
-    print(f"agreement with transformers on {agreement['sentences']} sentences, max |p diff|: "
-          f"savedmodel {agreement['max_abs_probability_diff']:.1e} (same label "
-          f"{agreement['same_label']:.0%}), savedmodel bf16 "
-          f"{agreement['savedmodel_bf16_max_abs_probability_diff']:.1e}, savedmodel int8 "
-          f"{agreement['savedmodel_int8_max_abs_probability_diff']:.1e}, ort fp32 "
-          f"{agreement['ort_fp32_max_abs_probability_diff']:.1e}, ort int8 "
-          f"{agreement['ort_int8_max_abs_probability_diff']:.1e}")
-    print(f"{'contestant':15s} {'p50 ms':>8s} {'p99 ms':>8s} {'b32 sent/s':>11s} "
-          f"{'p50 x ort':>10s} {'b32 x ort':>10s} {'p50 x pipe':>11s} {'b32 x pipe':>11s}")
+    print("CPU flags:", " ".join(results["cpu_flags"]))
+    differences = ", ".join(f"{label} {value:.1e}" for label, value in agreement.items()
+                            if label not in ("reference", "sentences", "same_label"))
+    print(f"agreement with {agreement['reference']} on {agreement['sentences']} sentences, "
+          f"max |p diff|: {differences} (savedmodel's same label "
+          f"{agreement['same_label']:.0%})")
+    print(f"{'contestant':20s} {'p50 ms':>8s} {'p99 ms':>8s} {'b32 sent/s':>11s} "
+          f"{'b32x128 ms':>11s}" + (f" {'p50 x ort':>10s} {'b32 x ort':>10s} "
+                                    f"{'p50 x pipe':>11s} {'b32 x pipe':>11s}" if peers else ""))
     for label, row in rows.items():
-        print(f"{label:15s} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} "
-              f"{row['sentences_per_s_b32']:11.1f} {row['p50_vs_ort fp32']:10.2f} "
-              f"{row['throughput_vs_ort fp32']:10.2f} {row['p50_vs_pipeline']:11.2f} "
-              f"{row['throughput_vs_pipeline']:11.2f}")
-    print("(x ort: against tokenizers + ONNX Runtime fp32; x pipe: against the transformers "
-          "pipeline; latency ratios < 1 and throughput ratios > 1 mean faster)")
+        packed = f"{row['b32x128_ms']:11.1f}" if "b32x128_ms" in row else " " * 11
+        print(f"{label:20s} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} "
+              f"{row['sentences_per_s_b32']:11.1f} {packed}" + (
+                  f" {row['p50_vs_ort fp32']:10.2f} {row['throughput_vs_ort fp32']:10.2f} "
+                  f"{row['p50_vs_pipeline']:11.2f} {row['throughput_vs_pipeline']:11.2f}"
+                  if peers else ""))
+    if peers:
+        print("(x ort: against tokenizers + ONNX Runtime fp32; x pipe: against the "
+              "transformers pipeline; latency ratios < 1 and throughput ratios > 1 mean faster)")
     _workers.write_results("serving_latency", results)
 
 

@@ -5,7 +5,7 @@ import json
 import os
 import sys
 
-from keras_bert_suite.names import SERVING_PRECISIONS
+from keras_bert_suite.names import QUANTIZED_PRECISIONS, SERVING_PRECISIONS
 
 
 def _presets(args):
@@ -138,6 +138,7 @@ def _serve(args):
 def _export(args):
     from keras_bert_suite import BertPreprocessor
     from keras_bert_suite.export import export_saved_model
+    from keras_bert_suite.export.serving_encoder import check_precision
     from keras_bert_suite.tasks import load_model
 
     if not os.path.isfile(args.model):
@@ -145,6 +146,7 @@ def _export(args):
                                 "with model.save).")
     precision = _export_precision(args)  # wrong flags fail before the model loads
     calibration_texts = _calibration_texts(args.calibration_data)
+    check_precision(precision)  # and int8_vnni on a CPU without VNNI / AMX
     model = load_model(args.model, compile=False)
     preprocessor = None
     if args.preprocessor:
@@ -167,7 +169,12 @@ def _export_precision(args):
     if args.quantize and args.precision not in (None, args.quantize):
         raise ValueError(f"--quantize {args.quantize} and --precision {args.precision} "
                          "contradict each other: give one of them.")
-    return args.quantize or args.precision or "float32"
+    precision = args.quantize or args.precision or "float32"
+    if args.calibration_data and precision != "int8_vnni":
+        raise ValueError(f"--calibration_data is for --quantize int8_vnni, not {precision} "
+                         "(int8 quantizes only the kernels: it has no activation ranges to "
+                         "calibrate).")
+    return precision
 
 
 def _calibration_texts(path):
@@ -181,7 +188,7 @@ def _calibration_texts(path):
         texts = [line.strip() for line in f if line.strip()]
     if not texts:
         raise ValueError(f"--calibration_data {path} has no text (expected one text per line).")
-    print(f"Calibrating int8 on {len(texts)} texts from {path}")
+    print(f"Calibrating int8_vnni on {len(texts)} texts from {path}")
     return texts
 
 
@@ -313,15 +320,18 @@ def build_parser():
     export.add_argument("--no_warmup", action="store_true")
     export.add_argument("--precision", choices=SERVING_PRECISIONS, default=None,
                         help="float32 (default); bfloat16: the encoder's matmuls in bf16 "
-                             "(faster on CPUs with AMX or AVX512_BF16); int8: the same as "
-                             "--quantize int8 (docs/benchmarks.md, \"Raw text to "
+                             "(faster on CPUs with AMX or AVX512_BF16); int8, int8_vnni: the "
+                             "same as --quantize (docs/benchmarks.md, \"Raw text to "
                              "prediction\", has the measured speed of each)")
-    export.add_argument("--quantize", choices=["int8"],
-                        help="int8: the encoder's matmuls in int8 with activations quantized "
-                             "per call (oneDNN, VNNI), the FFN output's in bf16")
+    export.add_argument("--quantize", choices=QUANTIZED_PRECISIONS,
+                        help="int8: the encoder's matmul kernels stored in int8, computed in "
+                             "float32 (serves on any CPU); int8_vnni: int8 arithmetic with "
+                             "activations quantized per call (oneDNN), the FFN output's in "
+                             "bf16: serve it only on CPUs with AVX512_VNNI, AVX_VNNI or AMX "
+                             "(refused on an exporting CPU without them; docs/export.md)")
     export.add_argument("--calibration_data", metavar="TEXT_FILE",
-                        help="with --quantize int8: a text file, one text per line, like what "
-                             "the model will serve (a few hundred lines); sets the int8 "
+                        help="with --quantize int8_vnni: a text file, one text per line, like "
+                             "what the model will serve (a few hundred lines); sets the int8 "
                              "smoothing from measured activation ranges (more accurate)")
     export.set_defaults(run=_export, user_errors=True)
     return parser

@@ -16,5 +16,7 @@ DEFAULT_SIGNATURE = "serving_default"
 ENCODER_INPUTS_SIGNATURE = "encoder_inputs"
 
 # What an export's encoder computes its matmuls in (`export_saved_model(precision=)`,
-# `kbs export --precision` / `--quantize int8`).
-SERVING_PRECISIONS = ("float32", "bfloat16", "int8")
+# `kbs export --precision` / `--quantize`): int8 kernels computed in float32 on any CPU, or
+# int8_vnni, int8 arithmetic that only CPUs with VNNI / AMX compute right.
+SERVING_PRECISIONS = ("float32", "bfloat16", "int8", "int8_vnni")
+QUANTIZED_PRECISIONS = ("int8", "int8_vnni")

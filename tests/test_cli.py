@@ -67,7 +67,9 @@ def test_export_refuses_contradicting_precision_flags_and_missing_calibration_fi
     for extra, message in (
             (["--quantize", "int8", "--precision", "bfloat16"],
              "--quantize int8 and --precision bfloat16 contradict each other"),
-            (["--quantize", "int8", "--calibration_data", str(tmp_path / "missing.txt")],
+            (["--quantize", "int8", "--calibration_data", str(tmp_path / "texts.txt")],
+             "--calibration_data is for --quantize int8_vnni, not int8"),
+            (["--quantize", "int8_vnni", "--calibration_data", str(tmp_path / "missing.txt")],
              "missing.txt does not exist (expected a text file with one text per line)")):
         with pytest.raises(SystemExit) as exit_info:
             cli.main(["export", str(model_file), "--name", "m", "--base_dir", str(tmp_path),

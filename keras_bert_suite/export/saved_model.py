@@ -1,13 +1,16 @@
 """export_saved_model: a task model -> saved_models/<name>/<version>/ for TF Serving."""
 
 import contextlib
+import logging
 import os
 
 import keras
 
-from keras_bert_suite.export import versions
+from keras_bert_suite.export import cpu_features, versions
 from keras_bert_suite.export.serving_encoder import check_precision
 from keras_bert_suite.models.lora import without_lora
+
+logger = logging.getLogger(__name__)
 
 
 def export_saved_model(model, base_dir="saved_models", name=None, version=None,
@@ -29,11 +32,15 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
         precision: "float32" (default); "bfloat16": the encoder's matmuls multiply bf16
             copies of the kernels (fp32 accumulation; LayerNorm, softmax and the task head
             stay fp32), which oneDNN runs on AMX or AVX512_BF16 where the CPU has them;
-            "int8": post-training quantization, int8 kernels (a scale per output column)
-            times activations quantized to uint8 per call, on oneDNN's VNNI kernels, with
-            the FFN output matmul in bf16 (docs/benchmarks.md, "Raw text to prediction", has
-            the measured speed and accuracy cost of each).
-        calibration_texts: with precision="int8", real texts like those the model will
+            "int8": post-training quantization of the kernels: the encoder's matmul kernels
+            stored as int8 (a scale per output column) and computed in float32, so the
+            SavedModel answers the same on every CPU; "int8_vnni": int8 arithmetic too,
+            activations quantized to uint8 per call on oneDNN's VNNI / AMX kernels (the FFN
+            output matmul in bf16), faster at large batches but right only on CPUs with
+            AVX512_VNNI, AVX_VNNI or AMX: refused on an exporting CPU without them
+            (docs/export.md, "Which CPU each export needs"; docs/benchmarks.md, "Raw text to
+            prediction", has the measured speed and accuracy cost of each).
+        calibration_texts: with precision="int8_vnni", real texts like those the model will
             serve (a few hundred): their activation ranges set how the int8 matmuls are
             smoothed. Without them the ranges are estimated from the LayerNorm weights,
             which keeps less accuracy (docs/export.md, "int8").
@@ -68,7 +75,9 @@ def export_saved_model(model, base_dir="saved_models", name=None, version=None,
         # Wrong options and precisions fail here, before any file is made (the signatures
         # are built in float32: bf16 / int8 kernel copies and the int8 calibration are made
         # once, by the writer).
-        check_precision(precision, calibration_texts)
+        check_precision(precision, calibration_texts)  # int8_vnni: refused without VNNI
+        if precision == "int8_vnni":
+            logger.warning(cpu_features.int8_vnni_warning(cpu_features.require_int8_vnni()))
         model_signatures(model, options)
         with versions.atomic_version_dir(model_dir, version) as (directory, version):
             if keras.backend.backend() == "tensorflow":

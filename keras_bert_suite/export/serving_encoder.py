@@ -5,7 +5,8 @@ embeddings, the embedding projection, each transformer block as the encoder sche
 pooler), which compute the Keras layers' functions in the graph forms TensorFlow's CPU runtime
 runs best, in float32 or with bf16 / int8 matmul kernels (docs/export.md, "The serving graph
 and its precision"; docs/design.md, "Serving graph"). This module adds only what an export
-decides: which kernels get which precision, and the int8 smoothing and its calibration.
+decides: which kernels get which precision, and int8_vnni's smoothing and its calibration
+(`check_precision` refuses int8_vnni on a CPU without VNNI / AMX: `cpu_features.py`).
 
 It reads the weights by their canonical names (`BertEncoder.weight_map()`), so pruned encoders
 (per-layer head counts and widths) and merged LoRA kernels are served as they are, and it
@@ -16,6 +17,7 @@ the padding mask, GELU form, pooler activation, shared layers, causal attention)
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_suite.export.cpu_features import require_int8_vnni
 from keras_bert_suite.layers.serving.activations import POOLER
 from keras_bert_suite.layers.serving.attention import attention_bias
 from keras_bert_suite.layers.serving.dense import dense, reader
@@ -27,16 +29,21 @@ from keras_bert_suite.names import ENCODER_INPUTS, SERVING_PRECISIONS
 
 
 def check_precision(precision, calibration_texts=None):
+    """ValueError for an unknown precision, calibration texts it does not take, or
+    int8_vnni on a CPU without VNNI / AMX (`cpu_features.require_int8_vnni`)."""
     if precision not in SERVING_PRECISIONS:
         raise ValueError(f"precision must be one of {SERVING_PRECISIONS}, got {precision!r}.")
-    if calibration_texts is None:
-        return
-    if precision != "int8":
-        raise ValueError(f"Calibration texts are for precision='int8', not {precision!r}.")
-    if isinstance(calibration_texts, (str, bytes)) or not all(
-            isinstance(text, str) for text in calibration_texts) or not calibration_texts:
-        raise ValueError("calibration_texts must be a non-empty list of strings (real text "
-                         "like what the model will serve; a few hundred are enough).")
+    if calibration_texts is not None:
+        if precision != "int8_vnni":
+            raise ValueError(
+                f"Calibration texts are for precision='int8_vnni', not {precision!r} "
+                "(int8 quantizes only the kernels: it has no activation ranges to calibrate).")
+        if isinstance(calibration_texts, (str, bytes)) or not all(
+                isinstance(text, str) for text in calibration_texts) or not calibration_texts:
+            raise ValueError("calibration_texts must be a non-empty list of strings (real "
+                             "text like what the model will serve; a few hundred are enough).")
+    if precision == "int8_vnni":
+        require_int8_vnni()
 
 
 class ServingEncoder:
@@ -49,12 +56,12 @@ class ServingEncoder:
     """
 
     def __init__(self, encoder, precision="float32", calibration_inputs=None):
-        """calibration_inputs: int8 only, packed encoder inputs of real text (a few hundred
-        sequences) whose activation ranges set the smoothing of the int8 matmuls; without
-        them the ranges are estimated from the LayerNorm weights (docs/export.md)."""
+        """calibration_inputs: int8_vnni only, packed encoder inputs of real text (a few
+        hundred sequences) whose activation ranges set the smoothing of the int8 matmuls;
+        without them the ranges are estimated from the LayerNorm weights (docs/export.md)."""
         check_precision(precision)
-        if calibration_inputs is not None and precision != "int8":
-            raise ValueError(f"Calibration is for precision='int8', not {precision!r}.")
+        if calibration_inputs is not None and precision != "int8_vnni":
+            raise ValueError(f"Calibration is for precision='int8_vnni', not {precision!r}.")
         self.weights = encoder.weight_map()
         # (heads, head width) per block, from the [H, 3, N, Dh] qkv kernels: pruned encoders
         # differ from block to block.
@@ -69,7 +76,7 @@ class ServingEncoder:
         self.return_hidden_states = encoder.return_hidden_states
         self.causal = encoder.causal
         self._observed = None  # {matmul kernel name: max |input| per channel} while calibrating
-        smoothing = self._smoothing(calibration_inputs) if precision == "int8" else {}
+        smoothing = self._smoothing(calibration_inputs) if precision == "int8_vnni" else {}
         if precision != "float32":  # the matmul kernels as bf16 / int8 copies, made once
             self.weights = {name: _kernel_copy(name, value, precision, smoothing.get(name))
                             for name, value in self.weights.items()}
@@ -159,18 +166,20 @@ class ServingEncoder:
 
 
 def _kernel_copy(name, value, precision, smoothing=None):
-    """The weight `name` as the export stores it in `precision`. int8 quantizes every encoder
-    matmul but the FFN output's, which multiplies bf16: its inputs (GELU activations) span the
-    widest range: worst MiniLM sentence-embedding cosine to float32 on held-out reviews 0.994
-    with it in int8, 0.998 in bf16 (both calibrated; docs/export.md). The pooler stays
+    """The weight `name` as the export stores it in `precision`. int8 stores every encoder
+    matmul kernel in int8 (computed in float32: worst MiniLM sentence-embedding cosine to
+    float32 on 256 held-out reviews 0.9990; 0.9995 with the FFN output in bf16, which would
+    want bf16 hardware). int8_vnni quantizes every one but the FFN output's, which multiplies
+    bf16: its inputs (GELU activations) span the widest uint8 range: 0.994 with it in int8,
+    0.998 in bf16 (both calibrated; docs/export.md). The pooler stays
     float32, and so does ALBERT's / ELECTRA's embedding projection: its error reaches every
     layer (bf16: 3e-3 relative on the sequence output of a random 3-layer ELECTRA against
     8e-5 for BERT's), for E x H of the FLOPs (1/36 of one of ALBERT-base's layers)."""
     if not name.endswith("kernel") or name.startswith(("pooler", "embeddings/")):
         return value
-    if precision == "bfloat16" or _is_ffn_output(name):
+    if precision == "bfloat16" or (precision == "int8_vnni" and _is_ffn_output(name)):
         return _bfloat16_copy(value)
-    return int8_copy(value, smoothing)
+    return int8_copy(value, vnni=precision == "int8_vnni", smoothing=smoothing)
 
 
 def _is_ffn_output(name):

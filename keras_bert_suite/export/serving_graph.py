@@ -13,7 +13,7 @@ _export = threading.local()  # the precision and ServingEncoders of the export b
 
 @contextlib.contextmanager
 def serving_precision(precision, calibration_inputs=None):
-    """While active, `model_call` runs encoders in `precision` (int8: calibrated on
+    """While active, `model_call` runs encoders in `precision` (int8_vnni: calibrated on
     `calibration_inputs`, see `calibration_inputs()`) and every signature of the export
     shares one ServingEncoder per encoder (so bf16 / int8 kernels are stored once)."""
     check_precision(precision)
@@ -37,7 +37,7 @@ def _serving_encoder(encoder):
 
 def calibration_inputs(preprocessor, texts):
     """Each of `texts` packed alone by the model's tokenizer at its sequence length: the
-    encoder inputs int8 calibration runs."""
+    encoder inputs int8_vnni calibration runs."""
     from keras_bert_suite.text import BertPreprocessor
 
     packer = BertPreprocessor(preprocessor.tokenizer, preprocessor.sequence_length)

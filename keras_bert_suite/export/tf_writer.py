@@ -41,7 +41,7 @@ def write_saved_model(model, directory, options, model_name, write_warmup=True,
                       precision="float32", calibration_texts=None):
     """Builds `model`'s signatures, saves, checks the ops, writes warmup and metadata.
     `model.preprocessor` (text -> inputs) is traced into the raw-text signatures; the
-    encoder runs as a ServingEncoder in `precision` (int8: calibrated on `calibration_texts`
+    encoder runs as a ServingEncoder in `precision` (int8_vnni: calibrated on `calibration_texts`
     when given)."""
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError("write_saved_model runs under KERAS_BACKEND=tensorflow; "

@@ -1,21 +1,31 @@
-"""int8 matmuls for the serving graph: kernels quantized once at export, activations per call.
+"""int8 matmul kernels for the serving graph, in two forms side by side.
 
-Stock TensorFlow's oneDNN build runs `QuantizedMatMulWithBiasAndDequantize` (uint8 inputs x
-int8 kernel -> int32, dequantized to float32 with the bias added) on VNNI / AMX: 4-5x a
-float32 MatMul at 4,096 rows here. Around it:
+Both store a kernel as int8 values with one symmetric scale per output column, made once at
+export (`int8_copy`); one kernel-wide scale lost MiniLM's FFN output kernels, where a few
+weights are 20-40x the typical column's largest.
 
-* kernels: one symmetric scale per output column (the op takes one range for the whole
-  kernel, so it multiplies `values / 127` and the output is rescaled column by column);
-  one kernel-wide scale lost MiniLM's FFN output kernels, where a few weights are 20-40x the
-  typical column's largest.
-* inputs: uint8 over each call's own [min, max] with zero included (what ONNX Runtime's
-  dynamic quantization does), so no input range is fixed at export.
-* smoothing (SmoothQuant, Xiao et al. 2022): a few LayerNorm output channels are far larger
-  than the rest, and one uint8 range per call spends its steps on them. Dividing input channel
-  j by s_j and multiplying kernel row j by s_j computes the same product with those channels
-  tamed; s_j balances the channel's input range against its kernel row's
-  (`smoothing_factors`). The ranges come from calibration text or, without it, from the
-  LayerNorm weights.
+* int8 (`precision="int8"`, `dequantized_dense`): the graph casts the values to float32,
+  multiplies float32 activations by them in a plain MatMul and scales each output column.
+  Cast, MatMul and Mul have CPU kernels on every x86-64 ISA (Eigen's too, without oneDNN),
+  so the SavedModel computes the same answers on every CPU. Only the kernels are rounded:
+  smaller than float32, not faster, and no input range to calibrate.
+* int8_vnni (`precision="int8_vnni"`, `vnni_dense`): activations quantized to uint8 per
+  call and multiplied by oneDNN's `QuantizedMatMulWithBiasAndDequantize` (uint8 x int8 ->
+  int32). On VNNI / AMX that is 4-5x a float32 MatMul at 4,096 rows. Without VNNI oneDNN
+  sums each u8 x s8 pair in saturating int16 (vpmaddubsw): under ONEDNN_MAX_CPU_ISA=AVX2 a
+  product was off by 17% of its output range (0.5% with VNNI), and on an AMD Zen 3 (AVX2)
+  every call failed with no output. `export/cpu_features.py` refuses the export on
+  such a CPU. Around the op:
+
+  - inputs: uint8 over each call's own [min, max] with zero included (what ONNX Runtime's
+    dynamic quantization does), so no input range is fixed at export;
+  - smoothing (SmoothQuant, Xiao et al. 2022): a few LayerNorm output channels are far
+    larger than the rest, and one uint8 range per call spends its steps on them. Dividing
+    input channel j by s_j and multiplying kernel row j by s_j computes the same product
+    with those channels tamed; s_j balances the channel's input range against its kernel
+    row's (`smoothing_factors`). The ranges come from calibration text or, without it, from
+    the LayerNorm weights. (The int8 form does not smooth: with float32 inputs it moved
+    MiniLM's outputs no closer to float32; docs/export.md.)
 """
 
 import collections
@@ -23,9 +33,9 @@ import collections
 import numpy as np
 import tensorflow as tf
 
-# kernel ~= diag(1 / input_scales) values / 127 diag(column_scales): `values` [in, out] int8
-# (read as qint8), `column_sums` [out] its column sums as float32 (the input zero-point term),
-# `input_scales` [in] the smoothing's 1 / s (None: not smoothed).
+# kernel ~= diag(1 / input_scales) values / 127 diag(column_scales): `values` [in, out] int8;
+# int8_vnni only: `column_sums` [out], the values' column sums as float32 (the op's input
+# zero-point term), and `input_scales` [in], the smoothing's 1 / s (None: not smoothed).
 Int8Kernel = collections.namedtuple(
     "Int8Kernel", ["values", "column_scales", "column_sums", "input_scales"])
 
@@ -39,24 +49,49 @@ CALIBRATED_ALPHA, ESTIMATED_ALPHA = 0.75, 0.5
 NORMALIZED_RANGE = 3.0
 
 
-def int8_copy(kernel, smoothing=None):
-    """A float kernel [in, ...] (the qkv kernel [H, 3, N, Dh] too) as an Int8Kernel [in, out],
-    its rows multiplied by `smoothing` [in] first when given."""
+def int8_copy(kernel, vnni=False, smoothing=None):
+    """A float kernel [in, ...] (the qkv kernel [H, 3, N, Dh] too) as an Int8Kernel [in, out]
+    for `int8_dense`: the int8 form, or with `vnni` the int8_vnni form, its rows multiplied
+    by `smoothing` [in] first when given."""
+    if smoothing is not None and not vnni:
+        raise ValueError("Only the int8_vnni form smooths its inputs.")
     kernel = np.asarray(tf.convert_to_tensor(kernel), np.float32)
     kernel = kernel.reshape(kernel.shape[0], -1)
     if smoothing is not None:
         kernel = kernel * smoothing[:, None]
     column_scales = np.maximum(np.abs(kernel).max(axis=0), 1e-30)
     values = np.clip(np.round(kernel / column_scales * 127.0), -127, 127).astype(np.int8)
+
+    def stored(value):
+        return tf.Variable(value, trainable=False)
+
     return Int8Kernel(
-        tf.Variable(values, trainable=False), tf.Variable(column_scales, trainable=False),
-        tf.Variable(values.sum(axis=0, dtype=np.int32).astype(np.float32), trainable=False),
-        None if smoothing is None else tf.Variable((1.0 / smoothing).astype(np.float32),
-                                                   trainable=False))
+        stored(values), stored(column_scales),
+        stored(values.sum(axis=0, dtype=np.int32).astype(np.float32)) if vnni else None,
+        None if smoothing is None else stored((1.0 / smoothing).astype(np.float32)))
 
 
 def int8_dense(x, kernel, bias):
-    """x [M, in] @ kernel + bias, x quantized to uint8 on the fly.
+    """x [M, in] @ kernel + bias in the kernel's form (int8_vnni's carries column sums)."""
+    if kernel.column_sums is None:
+        return dequantized_dense(x, kernel, bias)
+    return vnni_dense(x, kernel, bias)
+
+
+def dequantized_dense(x, kernel, bias):
+    """The int8 form: float32 x times the values cast to float32, each output column then
+    times its scale. (Scaling the cast kernel instead keeps MatMul + BiasAdd fused, but its
+    [in, out] broadcast multiply runs on every call: MiniLM's batch-1 SavedModel took 1.34x
+    float32's p50 that way, 1.17x scaling the output, in one process; at 4,096 rows the
+    output's multiply costs ~12%, the kernel's nothing.)"""
+    product = tf.matmul(x, tf.cast(tf.convert_to_tensor(kernel.values), tf.float32))
+    scales = tf.convert_to_tensor(kernel.column_scales) * (1.0 / 127.0)
+    return tf.nn.bias_add(product * scales, bias)
+
+
+def vnni_dense(x, kernel, bias):
+    """The int8_vnni form: x quantized to uint8 on the fly, times the int8 values on oneDNN's
+    VNNI / AMX kernel.
 
     With MIN_FIRST inputs x ~= min + q (max - min) / 255, so x @ values needs min * column
     sums added. The op adds column_sums * 255 min / (max - min) itself, in integer units that

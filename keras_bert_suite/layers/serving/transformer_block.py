@@ -9,7 +9,7 @@ def transformer_block(x, read, num_heads, head_dim, activation, epsilon, bias, b
                       observe=None):
     """x [B T, H] -> [B T, H]: LN(x + Attention(x)), then LN(x + FFN(x)). `read`: the block's
     weights ("attention/qkv/kernel", ..., "output_layer_norm/beta"); `observe(name, x)` sees
-    the inputs of the matmuls that int8 calibration smooths."""
+    the inputs of the matmuls that int8_vnni calibration smooths."""
     if observe is not None:
         observe("attention/qkv/kernel", x)
     attention = self_attention(x, lambda name: read("attention/" + name), num_heads, head_dim,
