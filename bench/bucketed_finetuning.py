@@ -66,7 +66,7 @@ def transformers_trainer(max_train=None, bf16=False):
     import transformers
 
     from keras_bert_suite import recipe_runner
-    from keras_bert_suite.checkpoints import packaged_checkpoint_dir
+    from keras_bert_suite.presets import packaged_checkpoint_dir
     from keras_bert_suite.tasks.classifier.recipe import read_examples
 
     recipe = recipe_runner.load_recipe(RECIPE)

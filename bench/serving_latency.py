@@ -79,7 +79,7 @@ def export_worker(work_dir):
     import numpy as np
 
     import keras_bert_suite
-    from keras_bert_suite.checkpoints import packaged_checkpoint_dir
+    from keras_bert_suite.presets import packaged_checkpoint_dir
     from keras_bert_suite.export.cpu_features import int8_vnni_flags
     from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes
     from keras_bert_suite.export import export_saved_model

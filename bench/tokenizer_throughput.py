@@ -43,7 +43,7 @@ import tokenizers  # noqa: E402
 
 from _tokenizing import sharded_graph, sotu_sentences  # noqa: E402
 
-from keras_bert_suite.checkpoints import packaged_checkpoint_dir  # noqa: E402
+from keras_bert_suite.presets import packaged_checkpoint_dir  # noqa: E402
 from keras_bert_suite.text import BertPreprocessor, BertTokenizer  # noqa: E402
 
 MAX_CHARS_PER_WORD = 200  # google-research/bert's value; `tokenizers` is set to match

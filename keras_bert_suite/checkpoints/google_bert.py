@@ -11,11 +11,11 @@ import glob
 import json
 import os
 
+from keras_bert_suite.checkpoint_errors import CheckpointMismatchError
 from keras_bert_suite.checkpoints import bert_layout
-from keras_bert_suite.checkpoints.bert_config import encoder_config
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
-from keras_bert_suite.checkpoints.errors import CheckpointMismatchError
 from keras_bert_suite.checkpoints.tensors import TensorSource
+from keras_bert_suite.families.bert_config import encoder_config
 
 NAME = "original Google BERT checkpoint"
 CONFIG_FILE = "bert_config.json"
@@ -45,15 +45,7 @@ def load_directory(directory, read_weights, checkpoint_format, load_weights=True
     if load_weights:
         prefix = checkpoint_prefix or find_checkpoint_prefix(directory)
         weights = read_weights(prefix, config, config_path)
-    vocabulary_path = os.path.join(directory, "vocab.txt")
-    has_vocabulary = os.path.exists(vocabulary_path)
-    return Checkpoint(
-        config=config,
-        weights=weights,
-        vocabulary_path=vocabulary_path if has_vocabulary else None,
-        lowercase=_lowercase(directory, vocabulary_path if has_vocabulary else None),
-        format=checkpoint_format,
-    )
+    return Checkpoint(config=config, weights=weights, format=checkpoint_format)
 
 
 def _read_weights(prefix, config, config_path):
@@ -125,16 +117,3 @@ def find_checkpoint_prefix(directory):
         f"(expected {CHECKPOINT_PREFIX}.index + .data-*; found {found}). Pass the checkpoint "
         f"prefix itself, e.g. {os.path.join(directory, 'model.ckpt-1000')}.")
 
-
-def _lowercase(directory, vocabulary_path):
-    """Google's release names say it ("uncased_L-12_H-768_A-12"); else look at the vocab."""
-    name = os.path.basename(os.path.normpath(os.path.abspath(directory))).lower()
-    if "uncased" in name:
-        return True
-    if "cased" in name:
-        return False
-    if vocabulary_path is None:
-        return True
-    with open(vocabulary_path, encoding="utf-8") as f:
-        # A cased vocabulary has capitalised words; special tokens like [CLS] do not count.
-        return not any(token[:1] != "[" and token != token.lower() for token in f.read().split())

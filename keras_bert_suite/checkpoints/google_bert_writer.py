@@ -4,7 +4,7 @@ names (`bert/...`, and `cls/predictions/*`, `cls/seq_relationship/*` for the pre
 heads) and vocab.txt. google-research/bert, Model Garden's checkpoint converters and our own
 reader (`google_bert.py`) read it.
 
-The inverse of `google_bert.py`, through the same module tree (`bert_layout.MODULES`).
+The inverse of `google_bert.py`, through the same module tree (families/module_tree.py).
 """
 
 import os

@@ -14,9 +14,9 @@ DistilBERT's `vocab_*`, ELECTRA's generator `generator_*`, ALBERT's `predictions
 import json
 import os
 
+from keras_bert_suite.checkpoint_errors import CheckpointMismatchError, UnsupportedCheckpointError
 from keras_bert_suite.checkpoints import bert_layout
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
-from keras_bert_suite.checkpoints.errors import CheckpointMismatchError, UnsupportedCheckpointError
 from keras_bert_suite.checkpoints.tensors import TensorSource
 from keras_bert_suite.families import (
     ENCODER_POOLER, family_of_model_type, supported_model_types)
@@ -53,15 +53,7 @@ def load(directory, load_weights=True):
         task_head = _task_head(source, hf_config, config, family)
         if task_head is not None:  # RoBERTa's classifier.dense, DistilBERT's pre_classifier
             weights.update(task_head.pop("pooler"))
-    vocabulary_path = os.path.join(directory, "vocab.txt")
-    return Checkpoint(
-        config=config,
-        weights=weights,
-        vocabulary_path=vocabulary_path if os.path.exists(vocabulary_path) else None,
-        lowercase=_lowercase(directory),
-        format="huggingface",
-        task_head=task_head,
-    )
+    return Checkpoint(config=config, weights=weights, format="huggingface", task_head=task_head)
 
 
 def _read_weights(source, config, family):
@@ -204,19 +196,3 @@ def _open_torch_pickle(path):
 
     return list(state), read
 
-
-def _lowercase(directory):
-    """tokenizer_config.json's do_lower_case, else tokenizer.json's normalizer; default uncased."""
-    tokenizer_config = os.path.join(directory, "tokenizer_config.json")
-    if os.path.exists(tokenizer_config):
-        with open(tokenizer_config) as f:
-            value = json.load(f).get("do_lower_case")
-        if value is not None:
-            return bool(value)
-    tokenizer_json = os.path.join(directory, "tokenizer.json")
-    if os.path.exists(tokenizer_json):
-        with open(tokenizer_json) as f:
-            normalizer = json.load(f).get("normalizer") or {}
-        if "lowercase" in normalizer:
-            return bool(normalizer["lowercase"])
-    return True

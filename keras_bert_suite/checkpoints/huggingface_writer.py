@@ -1,9 +1,10 @@
 """Writes a Hugging Face BERT directory that `transformers` loads with `from_pretrained`:
 config.json, model.safetensors, and with a tokenizer its files: the family's own (vocab.txt,
 vocab.json + merges.txt, the SentencePiece model), tokenizer.json (what transformers 5's
-`AutoTokenizer` reads) and tokenizer_config.json (text/tokenizer_files.py).
+`AutoTokenizer` reads) and tokenizer_config.json, which the tokenizer writes itself
+(`save_huggingface_files`; a bare WordPiece token list: tokenizer_json.save_wordpiece).
 
-The inverse of `huggingface.py`: the same module trees (BERT's `bert_layout.MODULES`, each
+The inverse of `huggingface.py`: the same module trees (BERT's `module_tree.MODULES`, each
 family's in `keras_bert_suite/families/`), spelled the way `transformers` names its state
 dict (`weight`/`bias`, Linear kernels [out, in]).
 """
@@ -13,12 +14,12 @@ import os
 import numpy as np
 
 from keras_bert_suite.checkpoints import bert_layout
+from keras_bert_suite.checkpoints import tokenizer_json
 from keras_bert_suite.checkpoints.huggingface import (
     is_output_bias, output_bias_names, tensor_name)
 from keras_bert_suite.checkpoints.preset_dir import write_json
 from keras_bert_suite.families import ENCODER_POOLER
 from keras_bert_suite.families.bert import FAMILY as BERT
-from keras_bert_suite.text.tokenizer_files import write_huggingface_tokenizer
 
 # The masked-LM classes build their encoder without the pooler (the task classes say where
 # theirs is: `Family.task_heads`).
@@ -67,9 +68,11 @@ def write_huggingface(directory, config, weights, architecture, head_tensors=Non
     save_file(tensors, os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
     write_json(os.path.join(directory, "config.json"),
                huggingface_config(config, architecture, family, **extra_config))
-    if vocabulary is not None:
-        write_huggingface_tokenizer(directory, vocabulary, lowercase,
-                                    model_max_length=config["max_sequence_length"])
+    length = config["max_sequence_length"]
+    if hasattr(vocabulary, "save_huggingface_files"):
+        vocabulary.save_huggingface_files(directory, length, lowercase=lowercase)
+    elif vocabulary is not None:
+        tokenizer_json.save_wordpiece(directory, list(vocabulary), lowercase, length)
     return directory
 
 

@@ -1,8 +1,8 @@
 """Reads a KerasHub preset of any backbone of keras_hub_backbones.BACKBONES (BertBackbone,
 RobertaBackbone, XLMRobertaBackbone, DistilBertBackbone, AlbertBackbone, ElectraBackbone):
 config.json naming the backbone, model.weights.h5, and the tokenizer KerasHub wrote beside
-them (tokenizer.json, assets/tokenizer/: vocabulary.txt for WordPiece; BPE and SentencePiece
-files are text/tokenizer_files.py's).
+them (tokenizer.json, assets/tokenizer/: vocabulary.txt for WordPiece, BPE's or
+SentencePiece's files), which our tokenizer classes read (text/tokenizer_files.py).
 
 A task preset also holds task.json and task.weights.h5: a TextClassifier's `logits` Dense is
 read as the Checkpoint's task_head (and its `pooled_dense` as our pooler where the backbone
@@ -13,9 +13,9 @@ writes these presets.
 import json
 import os
 
+from keras_bert_suite.checkpoint_errors import UnsupportedCheckpointError
 from keras_bert_suite.checkpoints import keras_hub_weights
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
-from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
 from keras_bert_suite.checkpoints.keras_hub_backbones import BACKBONES
 from keras_bert_suite.checkpoints.keras_hub_h5 import weights_source
 
@@ -56,15 +56,7 @@ def load(directory, load_weights=True):
             task_head = keras_hub_weights.classifier_head(classifier_source, config)
         elif task_source is not None:  # the masked LM: BertPretrainer.from_preset reads it
             weights.update(keras_hub_weights.masked_lm_head(task_source, config))
-    vocabulary_path = os.path.join(directory, "assets", "tokenizer", "vocabulary.txt")
-    return Checkpoint(
-        config=config,
-        weights=weights,
-        vocabulary_path=vocabulary_path if os.path.exists(vocabulary_path) else None,
-        lowercase=_lowercase(directory) if backbone.tokenizer == "wordpiece" else False,
-        format="keras_hub",
-        task_head=task_head,
-    )
+    return Checkpoint(config=config, weights=weights, format="keras_hub", task_head=task_head)
 
 
 def _task_read(directory, backbone):
@@ -78,11 +70,3 @@ def _task_read(directory, backbone):
         task = json.load(f).get("class_name")
     return task if task is not None and task in (backbone.classifier, backbone.masked_lm) else None
 
-
-def _lowercase(directory):
-    """A WordPiece tokenizer's casing, from KerasHub's tokenizer.json (uncased by default)."""
-    tokenizer_path = os.path.join(directory, "tokenizer.json")
-    if os.path.exists(tokenizer_path):
-        with open(tokenizer_path) as f:
-            return bool(json.load(f).get("config", {}).get("lowercase", True))
-    return True

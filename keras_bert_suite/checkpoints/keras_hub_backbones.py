@@ -36,7 +36,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from keras_bert_suite.checkpoints import keras_hub_names
-from keras_bert_suite.checkpoints.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
+from keras_bert_suite.families.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 
 # KerasHub's BertBackbone hard-wires this epsilon; its config has no key for another one.
 BERT_LAYER_NORM_EPSILON = 1e-12

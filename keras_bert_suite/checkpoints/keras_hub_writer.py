@@ -9,9 +9,9 @@ set every variable by its path from `keras_hub_weights.to_keras_hub`, and call t
 task.weights.h5, preprocessor.json, tokenizer.json, assets/tokenizer/: vocabulary.txt,
 vocabulary.json + merges.txt or vocabulary.spm) are whatever this KerasHub version writes and
 reads. The tokenizer too is KerasHub's class built from ours: WordPiece from our vocabulary,
-RoBERTa's, ALBERT's and XLM-R's from our BPE or SentencePiece tokenizer
-(text/tokenizer_files.py says which class and where its ids differ from ours). The inverse
-of `keras_hub.load` and `tokenizer_files.tokenizer_from_preset`.
+RoBERTa's, ALBERT's and XLM-R's from our BPE or SentencePiece tokenizer (its
+`keras_hub_tokenizer` says which class, and where its ids differ from ours). The inverse
+of `keras_hub.load` and `text.tokenizer_files.tokenizer_from_preset`.
 
 KerasHub's BertBackbone and ElectraBackbone compute the tanh-approximate GELU where we (and
 BERT's and ELECTRA's checkpoints) compute the exact one: the preset holds our weights bit for
@@ -25,7 +25,6 @@ import numpy as np
 
 from keras_bert_suite.checkpoints import keras_hub_weights
 from keras_bert_suite.checkpoints.keras_hub_backbones import BACKBONES, backbone_for
-from keras_bert_suite.text import tokenizer_files
 
 
 def write_keras_hub(directory, config, weights, task=None, task_arguments=None,
@@ -43,7 +42,7 @@ def write_keras_hub(directory, config, weights, task=None, task_arguments=None,
     (WordPiece token list: BERT, DistilBERT, ELECTRA) or a `tokenizer` (our BytePairTokenizer
     or SentencePieceTokenizer: RoBERTa, ALBERT, XLM-R) the preset also gets KerasHub's
     tokenizer, and a classifier its preprocessor with `sequence_length`; a `tokenizer` that
-    is not the backbone's family's (tokenizer_files.KERAS_HUB_TOKENIZERS) is a ValueError.
+    is not the backbone's family's (its `keras_hub_tokenizer`) is a ValueError.
     """
     keras_hub = _import_keras_hub()
     row = backbone_for(config) if backbone_class is None else BACKBONES[backbone_class]
@@ -79,7 +78,9 @@ def writes_tokenizer(tokenizer, backbone):
     """Whether `tokenizer` (ours: BPE or SentencePiece) is the one KerasHub has for
     `backbone` (a row of BACKBONES; then `write_keras_hub(..., tokenizer=tokenizer)` writes
     it)."""
-    found = tokenizer_files.keras_hub_tokenizer(tokenizer)
+    if not hasattr(tokenizer, "keras_hub_tokenizer"):  # a token list
+        return False
+    found = tokenizer.keras_hub_tokenizer()
     return found is not None and found[0] == backbone.tokenizer_class
 
 
@@ -89,7 +90,7 @@ def _subword_tokenizer(keras_hub, tokenizer, backbone):
     if not writes_tokenizer(tokenizer, backbone):
         raise ValueError(f"KerasHub's {backbone.class_name} has no tokenizer that splits text "
                          f"as this {type(tokenizer).__name__} does.")
-    class_name, arguments = tokenizer_files.keras_hub_tokenizer(tokenizer)
+    class_name, arguments = tokenizer.keras_hub_tokenizer()
     return getattr(keras_hub.models, class_name)(**arguments)
 
 

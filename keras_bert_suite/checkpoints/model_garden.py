@@ -41,11 +41,11 @@ import glob
 import os
 import re
 
+from keras_bert_suite.checkpoint_errors import (
+    CheckpointMismatchError, UnsupportedCheckpointError)
 from keras_bert_suite.checkpoints import google_bert, split_heads, weight_table
 from keras_bert_suite.checkpoints.model_garden_config import (
     ALBERT_CONFIG_FILE, albert_encoder_config, bert_encoder_config)
-from keras_bert_suite.checkpoints.errors import (
-    CheckpointMismatchError, UnsupportedCheckpointError)
 from keras_bert_suite.checkpoints.tensors import TensorSource
 
 NAME = "TF Model Garden TF2 BERT checkpoint (BERT, ALBERT, ELECTRA encoders)"

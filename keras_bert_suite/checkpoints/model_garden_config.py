@@ -12,8 +12,9 @@ differs from hidden_size: BertEncoder's `embedding_width` (ELECTRA's factorised 
 Either encoder's pooler is a tanh dense (ELECTRA's GELU pooler is transformers', not theirs).
 """
 
-from keras_bert_suite.checkpoints.bert_config import encoder_config
-from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
+from keras_bert_suite.checkpoint_errors import UnsupportedCheckpointError
+from keras_bert_suite.families import albert
+from keras_bert_suite.families.bert_config import encoder_config
 
 ALBERT_CONFIG_FILE = "albert_config.json"
 
@@ -29,8 +30,6 @@ def bert_encoder_config(config_json, config_path):
 
 def albert_encoder_config(config_json, config_path):
     """albert_config.json as Model Garden's ALBERT converter builds AlbertEncoder from it."""
-    from keras_bert_suite.families import albert  # families imports the checkpoints package
-
     groups = (config_json.get("num_hidden_groups", 1), config_json.get("inner_group_num", 1))
     if groups != (1, 1):
         raise UnsupportedCheckpointError(

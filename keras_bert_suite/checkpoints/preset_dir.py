@@ -11,7 +11,8 @@
                         `mlm/...`, `nsp/...` when a pretrainer saved its heads)
                         Version 1 stored each qkv kernel [H, 3H] and bias [3H]; they load
                         reshaped to [H, 3, N, H/N] and [3, N, H/N] (the same numbers).
-    vocab.txt           one WordPiece token per line (optional)
+    vocab.txt           one WordPiece token per line (optional; a BPE or SentencePiece
+                        tokenizer writes its own files instead: its `save_files`)
     tokenizer.json      {"lowercase": true|false}
 
 A save writes a temporary sibling directory and renames it into place, so a reader never sees
@@ -25,10 +26,9 @@ import tempfile
 
 import numpy as np
 
-from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
+from keras_bert_suite.checkpoint_errors import UnsupportedCheckpointError
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
-from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
-from keras_bert_suite.text.tokenizer_files import write_tokenizer_files
+from keras_bert_suite.families.bert_config import ENCODER_CONFIG_KEYS
 
 NAME = "keras_bert_suite preset directory"
 FORMAT_MARKER = "keras_bert_suite"
@@ -53,8 +53,9 @@ def save(directory, config, weight_map, vocabulary=None, lowercase=True):
     config: the encoder's config (only the architecture arguments are kept: name, dtype and
         return_hidden_states are choices of whoever loads it).
     weight_map: {canonical name: keras.Variable or array}.
-    vocabulary: None, a vocab.txt path, a list of tokens, or a tokenizer (a BPE or
-        SentencePiece tokenizer writes its own files, see text/tokenizer_files.py).
+    vocabulary: None, a vocab.txt path, a list of WordPiece tokens, or a tokenizer of ours,
+        which writes its own files (`save_files`: vocab.txt, vocab.json + merges.txt, or
+        the SentencePiece model).
     """
     directory = os.path.abspath(os.fspath(directory))
     _check_replaceable(directory)
@@ -75,7 +76,9 @@ def save(directory, config, weight_map, vocabulary=None, lowercase=True):
         })
         np.savez(os.path.join(staging, WEIGHTS_FILE),
                  **{name: _to_numpy(value) for name, value in weight_map.items()})
-        if vocabulary is not None and not write_tokenizer_files(staging, vocabulary):
+        if hasattr(vocabulary, "save_files"):
+            vocabulary.save_files(staging)
+        elif vocabulary is not None:
             write_vocabulary(os.path.join(staging, VOCABULARY_FILE), vocabulary)
         write_json(os.path.join(staging, TOKENIZER_FILE), {"lowercase": bool(lowercase)})
         _move_into_place(staging, directory)
@@ -100,14 +103,7 @@ def load(directory, load_weights=True):
             weights = {name: archive[name] for name in archive.files}
         if version < 2:
             weights = _split_qkv_heads(weights, saved["config"])
-    vocabulary_path = os.path.join(directory, VOCABULARY_FILE)
-    return Checkpoint(
-        config=dict(saved["config"]),
-        weights=weights,
-        vocabulary_path=vocabulary_path if os.path.exists(vocabulary_path) else None,
-        lowercase=_read_lowercase(directory),
-        format="ours",
-    )
+    return Checkpoint(config=dict(saved["config"]), weights=weights, format="ours")
 
 
 def _split_qkv_heads(weights, config):
@@ -163,13 +159,11 @@ def _to_numpy(value):
 
 
 def write_vocabulary(path, vocabulary):
-    """vocab.txt from a vocab.txt path (copied), a BertTokenizer or a token list (also used by
-    the Hugging Face and Google BERT writers)."""
+    """vocab.txt from a vocab.txt path (copied) or a token list (also used by the Google BERT
+    writer)."""
     if isinstance(vocabulary, (str, os.PathLike)):
         shutil.copyfile(vocabulary, path)
         return
-    if hasattr(vocabulary, "get_vocabulary"):
-        vocabulary = vocabulary.get_vocabulary()
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(f"{token}\n" for token in vocabulary)
 
@@ -179,10 +173,3 @@ def write_json(path, value):
         json.dump(value, f, indent=2)
         f.write("\n")
 
-
-def _read_lowercase(directory):
-    path = os.path.join(directory, TOKENIZER_FILE)
-    if not os.path.exists(path):
-        return True
-    with open(path) as f:
-        return bool(json.load(f).get("lowercase", True))

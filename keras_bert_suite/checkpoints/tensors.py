@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 
-from keras_bert_suite.checkpoints.errors import CheckpointMismatchError
+from keras_bert_suite.checkpoint_errors import CheckpointMismatchError
 
 
 class TensorSource:

@@ -12,21 +12,22 @@ checkpoint names. A `Family` holds what a new family has to say; nothing else in
 
 from typing import Callable, NamedTuple
 
-from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
-from keras_bert_suite.checkpoints.bert_layout import ModuleTree
+from keras_bert_suite.families.bert_config import ENCODER_CONFIG_KEYS
+from keras_bert_suite.families.module_tree import ModuleTree
 
 
 class Family(NamedTuple):
     """name: the family's name ("roberta").
     model_types: transformers' `model_type` values of its checkpoints ("roberta", ...).
     prefix: the base model's module prefix in transformers' task models ("roberta.").
-    tree: where transformers keeps the weight table's modules (`bert_layout.ModuleTree`).
+    tree: where transformers keeps the weight table's modules (`module_tree.ModuleTree`).
     encoder_config: (transformers config.json as a dict, its path) -> BertEncoder arguments.
     base_model: transformers' class of the encoder alone ("RobertaModel").
     hf_config: BertEncoder arguments -> the family's config.json keys (the inverse of
         `encoder_config`; `model_type` and `architectures` are the writer's).
     presets: {built-in preset name: (description, BertEncoder arguments, lowercase)} of the
-        published sizes, architectures only (BERT's are in checkpoints/presets.py).
+        published sizes, architectures only (BERT's are in presets/builtin.py, which lists
+        them all).
     task_heads: {our task class: (transformers class suffix, its head's Linear module, where
         the head's pooler is)}: ENCODER_POOLER (the base model's own pooler), None (the head
         reads the sequence output), or the module that is our pooler in that task class

@@ -2,10 +2,10 @@
 (layer i runs group int(i / (L / G)), a group being `inner_group_num` blocks), the tanh
 approximation of GELU and its own module names."""
 
-from keras_bert_suite.checkpoints.bert_config import bert_json
-from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
-from keras_bert_suite.checkpoints.bert_layout import ModuleTree
 from keras_bert_suite.families import Family, bert
+from keras_bert_suite.families.bert_config import bert_json
+from keras_bert_suite.families.bert_config import encoder_config as bert_encoder_config
+from keras_bert_suite.families.module_tree import ModuleTree
 
 
 def encoder_config(hf_json, config_file):

@@ -1,8 +1,8 @@
 """BERT (Devlin et al. 2018): the family's reference; every other family is a variation."""
 
-from keras_bert_suite.checkpoints.bert_config import bert_json, encoder_config
-from keras_bert_suite.checkpoints.bert_layout import BERT_TREE
 from keras_bert_suite.families import ENCODER_POOLER, Family
+from keras_bert_suite.families.bert_config import bert_json, encoder_config
+from keras_bert_suite.families.module_tree import BERT_TREE
 
 TASK_HEADS = {
     "BertClassifier": ("ForSequenceClassification", "classifier", ENCODER_POOLER),

@@ -2,10 +2,10 @@
 pre_classifier -> ReLU -> classifier, is the pooler with a ReLU + a classifier), and its own
 module names."""
 
-from keras_bert_suite.checkpoints.bert_config import (
-    BERT_FAMILY_DEFAULTS, feed_forward_activation, hidden_act, require_keys)
-from keras_bert_suite.checkpoints.bert_layout import ModuleTree
 from keras_bert_suite.families import Family
+from keras_bert_suite.families.bert_config import (
+    BERT_FAMILY_DEFAULTS, feed_forward_activation, hidden_act, require_keys)
+from keras_bert_suite.families.module_tree import ModuleTree
 
 
 def encoder_config(hf_json, config_file):

@@ -2,10 +2,10 @@
 (`embeddings_project`) when E != H, and no pooler: its classification head (dense -> GELU ->
 out_proj on [CLS]) is the pooler with a GELU + a classifier."""
 
-from keras_bert_suite.checkpoints.bert_config import bert_json
-from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
-from keras_bert_suite.checkpoints.bert_layout import ENCODER_MODULES, ModuleTree
 from keras_bert_suite.families import Family
+from keras_bert_suite.families.bert_config import bert_json
+from keras_bert_suite.families.bert_config import encoder_config as bert_encoder_config
+from keras_bert_suite.families.module_tree import ENCODER_MODULES, ModuleTree
 
 
 def encoder_config(hf_json, config_file):

@@ -2,10 +2,10 @@
 counted from the padding mask past the pad id, one segment row, LayerNorm epsilon 1e-5. The
 classification head (dense -> tanh -> out_proj on <s>) is the pooler + a classifier."""
 
-from keras_bert_suite.checkpoints.bert_config import bert_json
-from keras_bert_suite.checkpoints.bert_config import encoder_config as bert_encoder_config
-from keras_bert_suite.checkpoints.bert_layout import ENCODER_MODULES, ModuleTree
 from keras_bert_suite.families import ENCODER_POOLER, Family
+from keras_bert_suite.families.bert_config import bert_json
+from keras_bert_suite.families.bert_config import encoder_config as bert_encoder_config
+from keras_bert_suite.families.module_tree import ENCODER_MODULES, ModuleTree
 
 
 def encoder_config(hf_json, config_file):

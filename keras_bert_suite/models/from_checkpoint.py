@@ -1,11 +1,11 @@
 """Builds a BertEncoder from a `checkpoints.Checkpoint`: what `from_preset` does once
-`checkpoints.resolve_checkpoint` has read the config and weights (the preset table and the
-format detection live in checkpoints/, which never imports models/)."""
+`presets.resolve_checkpoint` has read the config and weights (the preset table lives in
+presets/, the format detection in checkpoints/; neither imports models/)."""
 
 import logging
 
-from keras_bert_suite.checkpoints.presets import resolve_checkpoint
 from keras_bert_suite.models import weight_names
+from keras_bert_suite.presets import resolve_checkpoint
 
 logger = logging.getLogger(__name__)
 

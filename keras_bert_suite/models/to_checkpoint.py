@@ -27,7 +27,6 @@ import logging
 import keras
 import numpy as np
 
-from keras_bert_suite.checkpoints.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.google_bert_writer import write_google_bert
 from keras_bert_suite.checkpoints.huggingface_writer import write_huggingface
 from keras_bert_suite.checkpoints.keras_hub_backbones import backbone_for
@@ -37,6 +36,7 @@ from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub, write
 from keras_bert_suite.families import (
     ENCODER_POOLER, family_holding, family_of_model_type, holds)
 from keras_bert_suite.families.bert import TASK_HEADS
+from keras_bert_suite.families.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 from keras_bert_suite.models.encoder import BertEncoder
 
 # TASK_HEADS: task model -> (its transformers class suffix, its head's module there, where

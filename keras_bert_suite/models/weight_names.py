@@ -9,10 +9,10 @@ each of its weights, so `BertEncoder.weight_map()` has exactly the table's names
 import numpy as np
 
 from keras_bert_suite.checkpoints import weight_table
-from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
+from keras_bert_suite.families.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.layers.float_weights import float_embeddings, float_kernel
 # One error class for "weights do not fit", whether a reader or the model notices it.
-from keras_bert_suite.checkpoints.errors import CheckpointMismatchError  # noqa: F401
+from keras_bert_suite.checkpoint_errors import CheckpointMismatchError  # noqa: F401
 
 # Table module -> the Keras layer that holds it, found from the encoder (from transformer
 # layer i for `layer_{i}/` weights) or from the head; the weight is that layer's `kernel`,

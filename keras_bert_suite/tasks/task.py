@@ -472,7 +472,7 @@ class BertTask(BertModelBase, keras.Model):
     @staticmethod
     def _checkpoint_and_encoder(preset, load_weights, encoder_overrides):
         """(the checkpoint of `preset`, read once, and the BertEncoder built from it)."""
-        from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+        from keras_bert_suite.presets import resolve_checkpoint
         from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
 
         checkpoint = resolve_checkpoint(preset, load_weights=load_weights)

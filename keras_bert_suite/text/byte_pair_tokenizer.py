@@ -17,6 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_suite.checkpoints import tokenizer_json
 from keras_bert_suite.text import byte_level
 from keras_bert_suite.text import ragged_rows
 from keras_bert_suite.text.bpe_merges import PairRanks
@@ -46,7 +47,8 @@ class BytePairTokenizer(Tokenizer):
 
     Call: strings [B] (or a scalar) -> int32 ids, a [B, None] `tf.RaggedTensor`.
 
-    Example (a RoBERTa checkpoint's files; `tokenizer_from_preset(directory)` finds them)::
+    Example (a RoBERTa checkpoint's files; `from_directory` and `tokenizer_from_preset`
+    find them)::
 
         tokenizer = BytePairTokenizer("roberta-base/vocab.json", "roberta-base/merges.txt")
         tokenizer.encode_batch(["Hello world"])  # [[31414, 232]]: "Hello", "Ġworld"
@@ -54,6 +56,10 @@ class BytePairTokenizer(Tokenizer):
 
     packer_layout = "roberta"
     word_start_mark = SPACE_MARK
+    # KerasHub's tokenizer class for ours ({class name: our extra arguments}) and the files
+    # its `save_assets` writes under assets/tokenizer/ (our constructor's arguments).
+    keras_hub_classes = {"RobertaTokenizer": {}}
+    keras_hub_files = ("vocabulary.json", "merges.txt")
 
     def __init__(self, vocabulary, merges, special_tokens=None, **kwargs):
         super().__init__(**kwargs)
@@ -98,10 +104,44 @@ class BytePairTokenizer(Tokenizer):
         return {**super().get_config(), "vocabulary": list(self.vocabulary),
                 "merges": list(self.merges), "special_tokens": dict(self.special_tokens)}
 
+    # === its files ===
+
     @classmethod
     def from_directory(cls, directory, **kwargs):
         """A directory holding vocab.json and merges.txt (a RoBERTa checkpoint)."""
         return cls(*(os.path.join(directory, name) for name in FILES), **kwargs)
+
+    @classmethod
+    def from_tokenizer_json(cls, data, config, **kwargs):
+        return cls(**tokenizer_json.byte_pair_arguments(data, config), **kwargs)
+
+    def save_files(self, directory):
+        vocabulary, merges = (os.path.join(directory, name) for name in FILES)
+        with open(vocabulary, "w", encoding="utf-8") as f:
+            json.dump({token: i for i, token in enumerate(self.vocabulary)}, f,
+                      ensure_ascii=False)
+        with open(merges, "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n")
+            f.writelines(f"{merge}\n" for merge in self.merges)
+
+    def save_huggingface_files(self, directory, model_max_length, lowercase=None):
+        self.save_files(directory)
+        tokenizer_json.save(
+            directory, tokenizer_json.byte_pair_json(
+                self.get_vocabulary(), self.merges, self.special_tokens),
+            "RobertaTokenizer", self.special_tokens, model_max_length)
+
+    def keras_hub_tokenizer(self):
+        """KerasHub's RobertaTokenizer, which also matches "<s>"-like strings written in the
+        text as special tokens (ours reads them as text); other text: the same ids."""
+        if self.special_tokens != ROBERTA_SPECIAL_TOKENS:
+            raise ValueError(
+                f"KerasHub's RobertaTokenizer packs with RoBERTa's special tokens "
+                f"{ROBERTA_SPECIAL_TOKENS}, and this tokenizer's are "
+                f"{self.special_tokens}: its preset would not pack as ours does.")
+        return next(iter(self.keras_hub_classes)), {
+            "vocabulary": {token: i for i, token in enumerate(self.vocabulary)},
+            "merges": list(self.merges)}
 
 
 # Tokenizers with the same files share their lookup tables, as the graphs they compile are

@@ -20,6 +20,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_suite.checkpoints import tokenizer_json
 from keras_bert_suite.text import albert_normalizer
 from keras_bert_suite.text import byte_level
 from keras_bert_suite.text import offset_alignment
@@ -35,6 +36,10 @@ STYLES = {
                     "mask": "<mask>"},
 }
 FAIRSEQ_FIRST_TOKENS = ["<s>", "<pad>", "</s>", "<unk>"]
+# Each style's model file (transformers' names; ALBERT's first when a directory has both).
+FILES = {"albert": "spiece.model", "xlm_roberta": "sentencepiece.bpe.model"}
+# transformers' tokenizer class for each style.
+HUGGINGFACE_CLASSES = {"albert": "AlbertTokenizer", "xlm_roberta": "XLMRobertaTokenizer"}
 # How SentencePiece marks a piece that begins with a space, i.e. a new word.
 SPACE_MARK = "\u2581"  # "▁"
 
@@ -50,13 +55,19 @@ class SentencePieceTokenizer(Tokenizer):
 
     Call: strings [B] (or a scalar) -> int32 ids, a [B, None] `tf.RaggedTensor`.
 
-    Example (an ALBERT checkpoint's model; `tokenizer_from_preset(directory)` finds it)::
+    Example (an ALBERT checkpoint's model; `from_directory` and `tokenizer_from_preset`
+    find it)::
 
         tokenizer = SentencePieceTokenizer("albert-base-v2/spiece.model", style="albert")
         tokenizer.encode_batch(["Hello world"])  # [[10975, 126]]: "▁hello", "▁world"
     """
 
     word_start_mark = SPACE_MARK
+    # KerasHub's tokenizer classes ({class name: our extra arguments}) and the file their
+    # `save_assets` writes under assets/tokenizer/ (the proto, unchanged).
+    keras_hub_classes = {"AlbertTokenizer": {"style": "albert"},
+                         "XLMRobertaTokenizer": {"style": "xlm_roberta"}}
+    keras_hub_files = ("vocabulary.spm",)
 
     def __init__(self, proto, style="albert", **kwargs):
         super().__init__(**kwargs)
@@ -119,6 +130,44 @@ class SentencePieceTokenizer(Tokenizer):
     def get_config(self):
         return {**super().get_config(), "proto": base64.b64encode(self.proto).decode("ascii"),
                 "style": self.style}
+
+    # === its files ===
+
+    @classmethod
+    def from_directory(cls, directory, **kwargs):
+        """A directory holding spiece.model (ALBERT) or sentencepiece.bpe.model (XLM-R)."""
+        for style, name in FILES.items():
+            path = os.path.join(directory, name)
+            if os.path.isfile(path):
+                return cls(path, style=style, **kwargs)
+        raise ValueError(f"{directory} holds none of {', '.join(FILES.values())}.")
+
+    @classmethod
+    def from_tokenizer_json(cls, data, config, **kwargs):
+        return cls(**tokenizer_json.sentencepiece_arguments(data, config), **kwargs)
+
+    def save_files(self, directory):
+        with open(os.path.join(directory, FILES[self.style]), "wb") as f:
+            f.write(self.proto)
+
+    def save_huggingface_files(self, directory, model_max_length, lowercase=None):
+        self.save_files(directory)
+        # ALBERT's own casing is part of its style; XLM-R's model keeps case.
+        settings = ({"do_lower_case": True, "keep_accents": False}
+                    if self.style == "albert" else {})
+        tokenizer_json.save(
+            directory, tokenizer_json.sentencepiece_json(
+                self.proto, self.style, self.get_vocabulary(), self.special_tokens),
+            HUGGINGFACE_CLASSES[self.style], self.special_tokens, model_max_length, **settings)
+
+    def keras_hub_tokenizer(self):
+        """KerasHub's AlbertTokenizer or XLMRobertaTokenizer with the same proto. XLM-R: the
+        same ids (KerasHub shifts them as fairseq does, as our style does). ALBERT: KerasHub
+        runs the proto alone, without ALBERT's lower-casing and accent stripping, so on text
+        with capitals or accents its ids are not ALBERT's."""
+        class_name = next(name for name, arguments in self.keras_hub_classes.items()
+                          if arguments["style"] == self.style)
+        return class_name, {"proto": self.proto}
 
 
 def _load_proto(proto):

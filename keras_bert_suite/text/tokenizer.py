@@ -36,10 +36,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bert_suite.checkpoints import tokenizer_json
+from keras_bert_suite.presets import PRESETS, packaged_checkpoint_dir, resolve_checkpoint
 from keras_bert_suite.text import offset_alignment
 from keras_bert_suite.text import row_routing
-from keras_bert_suite.text import tokenizer_json
 from keras_bert_suite.text import vocab_io
+from keras_bert_suite.text import wordpiece_files
 from keras_bert_suite.text.normalizer import BertNormalizer
 from keras_bert_suite.text.tokenizer_base import Tokenizer
 from keras_bert_suite.text.word_splitter import WordSplitter
@@ -173,65 +175,106 @@ class BertTokenizer(Tokenizer):
         })
         return config
 
+    # === its files ===
+
     @classmethod
     def from_preset(cls, preset, vocabulary=None, **kwargs):
-        """A built-in preset name or a checkpoint directory (ours, Hugging Face, Google BERT).
+        """A built-in preset name or a checkpoint directory (ours, Hugging Face, Google BERT,
+        Model Garden, KerasHub).
 
-        The checkpoint's vocab.txt or WordPiece tokenizer.json and its casing are used (both
-        must agree when both are there); an uncased architecture-only preset gets the
-        standard bert-base-uncased vocabulary. `vocabulary=` overrides either.
+        The checkpoint's vocabulary (vocab.txt, KerasHub's vocabulary.txt or a WordPiece
+        tokenizer.json) and its casing are used (both must agree when both are there); an
+        uncased architecture-only preset gets the standard bert-base-uncased vocabulary.
+        `vocabulary=` overrides either.
         """
-        from keras_bert_suite.checkpoints.presets import resolve_checkpoint
+        if _directory_with_tokenizer_json(preset):  # a tokenizer.json needs no model beside it
+            return cls.from_directory(preset, vocabulary, **kwargs)
+        checkpoint = resolve_checkpoint(preset, load_weights=False)
+        directory = checkpoint.directory
+        if directory is None:  # an architecture-only built-in preset
+            kwargs.setdefault("lowercase", PRESETS[preset].lowercase)
+        elif vocabulary is not None or wordpiece_files.vocabulary_file(directory):
+            return cls.from_directory(directory, vocabulary, **kwargs)
+        else:
+            kwargs.setdefault("lowercase", wordpiece_files.lowercase(directory))
+        if vocabulary is None:
+            vocabulary = _default_vocabulary(preset, checkpoint.config, kwargs["lowercase"])
+        return cls(vocabulary, **kwargs)
 
-        from_json = _wordpiece_json(preset)
-        if from_json is not None:  # a tokenizer.json needs no model beside it
+    @classmethod
+    def from_directory(cls, directory, vocabulary=None, **kwargs):
+        """The WordPiece tokenizer of a checkpoint directory: its WordPiece tokenizer.json, else
+        its vocab.txt (KerasHub's assets/tokenizer/vocabulary.txt) with the casing its files
+        say (text/wordpiece_files.py). `vocabulary=` overrides the file."""
+        from_json = _wordpiece_json(directory)
+        if from_json is not None:
             kwargs.setdefault("lowercase", from_json["lowercase"])
             kwargs.setdefault("max_input_chars_per_word", from_json["max_input_chars_per_word"])
-            text_file = os.path.join(preset, "vocab.txt")
+            text_file = os.path.join(directory, "vocab.txt")
             if vocabulary is None and os.path.isfile(text_file):
                 if vocab_io.load_vocabulary(text_file) != from_json["vocabulary"]:
                     raise ValueError(
                         f"{text_file} and the {tokenizer_json.FILE} beside it hold different "
                         "vocabularies. Remove the one the model was not trained with.")
             return cls(from_json["vocabulary"] if vocabulary is None else vocabulary, **kwargs)
-        checkpoint = resolve_checkpoint(preset, load_weights=False)
-        kwargs.setdefault("lowercase", checkpoint.lowercase)
+        kwargs.setdefault("lowercase", wordpiece_files.lowercase(directory))
+        vocabulary = wordpiece_files.vocabulary_file(directory) if vocabulary is None else vocabulary
         if vocabulary is None:
-            vocabulary = checkpoint.vocabulary_path
-        if vocabulary is None:
-            if not kwargs["lowercase"]:
-                raise ValueError(
-                    f"Preset {preset!r} is a cased architecture without a vocabulary of its own, "
-                    "and there is no packaged cased one. Load its checkpoint directory (a "
-                    "transformers directory brings its vocab.txt, vocab.json + merges.txt or "
-                    "SentencePiece model), or pass vocabulary= (a vocab.txt path or a list of "
-                    "tokens), e.g. one made by keras_bert_suite.text.learn_vocabulary.")
-            from keras_bert_suite.checkpoints import packaged_checkpoint_dir
-
-            vocabulary = os.path.join(packaged_checkpoint_dir(DEFAULT_UNCASED_CHECKPOINT), "vocab.txt")
-            size = checkpoint.config.get("vocabulary_size")
-            if size != DEFAULT_UNCASED_SIZE:
-                raise ValueError(
-                    f"Preset {preset!r} is an architecture with a vocabulary of {size} tokens "
-                    f"and none of its own; the packaged uncased vocabulary has "
-                    f"{DEFAULT_UNCASED_SIZE}. Load its checkpoint directory (a transformers "
-                    "directory brings its vocab.txt, vocab.json + merges.txt or SentencePiece "
-                    "model), or pass vocabulary=.")
+            raise ValueError(f"{directory} holds no WordPiece vocabulary (looked for "
+                             f"{', '.join(wordpiece_files.VOCABULARY_FILES)} and "
+                             f"{tokenizer_json.FILE}).")
         return cls(vocabulary, **kwargs)
 
+    @classmethod
+    def from_tokenizer_json(cls, data, config, **kwargs):
+        return cls(**{**tokenizer_json.wordpiece_arguments(data, config), **kwargs})
+
+    def save_files(self, directory):
+        with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+            f.writelines(f"{token}\n" for token in self.vocabulary)
+
+    def save_huggingface_files(self, directory, model_max_length, lowercase=None):
+        tokenizer_json.save_wordpiece(
+            directory, self.get_vocabulary(), self.lowercase if lowercase is None else lowercase,
+            model_max_length, self.max_input_chars_per_word, self.special_tokens)
 
 
-def _wordpiece_json(preset):
+def _default_vocabulary(preset, config, lowercase):
+    """bert-base-uncased's vocabulary for an uncased preset of its size that has none."""
+    if not lowercase:
+        raise ValueError(
+            f"Preset {preset!r} is a cased architecture without a vocabulary of its own, "
+            "and there is no packaged cased one. Load its checkpoint directory (a "
+            "transformers directory brings its vocab.txt, vocab.json + merges.txt or "
+            "SentencePiece model), or pass vocabulary= (a vocab.txt path or a list of "
+            "tokens), e.g. one made by keras_bert_suite.text.learn_vocabulary.")
+    size = config.get("vocabulary_size")
+    if size != DEFAULT_UNCASED_SIZE:
+        raise ValueError(
+            f"Preset {preset!r} is an architecture with a vocabulary of {size} tokens "
+            f"and none of its own; the packaged uncased vocabulary has "
+            f"{DEFAULT_UNCASED_SIZE}. Load its checkpoint directory (a transformers "
+            "directory brings its vocab.txt, vocab.json + merges.txt or SentencePiece "
+            "model), or pass vocabulary=.")
+    return os.path.join(packaged_checkpoint_dir(DEFAULT_UNCASED_CHECKPOINT), "vocab.txt")
+
+
+def _directory_with_tokenizer_json(preset):
+    directory = os.fspath(preset) if isinstance(preset, (str, os.PathLike)) else None
+    return bool(directory) and os.path.isdir(directory) and (
+        tokenizer_json.load(directory) is not None)
+
+
+def _wordpiece_json(directory):
     """BertTokenizer's arguments from a directory's WordPiece tokenizer.json, or None; a
     tokenizer.json of another kind gets an error that names the way to load it."""
-    directory = os.fspath(preset) if isinstance(preset, (str, os.PathLike)) else None
-    found = tokenizer_json.load(directory) if directory and os.path.isdir(directory) else None
+    found = tokenizer_json.load(directory)
     if found is None:
         return None
     kind = tokenizer_json.kind(found[0])
     if kind != "wordpiece":
         raise ValueError(
-            f"{preset}'s {tokenizer_json.FILE} is a {kind} tokenizer, not WordPiece. Load it "
+            f"{directory}'s {tokenizer_json.FILE} is a {kind} tokenizer, not WordPiece. Load it "
             "with BertPreprocessor.from_preset (or text.tokenizer_files.tokenizer_from_preset), "
             "which picks the tokenizer a directory holds.")
     return tokenizer_json.wordpiece_arguments(*found)

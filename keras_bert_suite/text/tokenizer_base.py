@@ -9,6 +9,12 @@ for the roles "unknown", "cls", "sep", "pad", "mask"), and implements
 overrides `_starts_word`. `packer_layout` says how a pair is packed ("bert":
 `[CLS] a [SEP] b [SEP]` with segment ids 0/1; "roberta": `<s> a </s></s> b </s>`, segment
 ids all 0).
+
+Each class reads and writes its own files: `from_directory(directory)` and `save_files(directory)`
+(transformers' names, what our presets hold), `from_tokenizer_json` and
+`save_huggingface_files` (Hugging Face's tokenizer.json + tokenizer_config.json beside them),
+`keras_hub_tokenizer` (KerasHub's class for it). text/tokenizer_files.py is the one table
+from the files a directory holds to the class that reads them.
 """
 
 import numpy as np
@@ -67,6 +73,33 @@ class Tokenizer(PreprocessingLayer):
     sep_token_id = property(lambda self: self.special_token_id("sep"))
     pad_token_id = property(lambda self: self.special_token_id("pad"))
     mask_token_id = property(lambda self: self.special_token_id("mask"))
+
+    # === its files ===
+
+    @classmethod
+    def from_directory(cls, directory, **kwargs):
+        """The tokenizer whose files (`save_files`'s) `directory` holds."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_tokenizer_json(cls, data, config, **kwargs):
+        """The tokenizer a Hugging Face tokenizer.json (`data`) and its tokenizer_config.json
+        (`config`) describe."""
+        raise NotImplementedError
+
+    def save_files(self, directory):
+        """Writes the files `from_directory` reads back (transformers' names)."""
+        raise NotImplementedError
+
+    def save_huggingface_files(self, directory, model_max_length, lowercase=None):
+        """Writes what transformers' AutoTokenizer reads: `save_files`' files, tokenizer.json
+        and tokenizer_config.json. `lowercase` overrides a WordPiece tokenizer's casing."""
+        raise NotImplementedError
+
+    def keras_hub_tokenizer(self):
+        """(KerasHub's tokenizer class name, its constructor's arguments) that tokenize as
+        this one, or None when KerasHub builds its own from the vocabulary (WordPiece)."""
+        return None
 
     def trackables(self):
         """The TensorFlow resources (lookup tables) the tokenizer's graphs read. A SavedModel

@@ -1,18 +1,20 @@
-"""Which tokenizer a checkpoint directory holds, in both directions: WordPiece, byte-level BPE
-(RoBERTa) or SentencePiece (ALBERT, XLM-R), found by its files.
+"""Which tokenizer a checkpoint directory holds: WordPiece, byte-level BPE (RoBERTa) or
+SentencePiece (ALBERT, XLM-R), found by its files. Each class reads and writes its own files
+(`from_directory`, `save_files`, `from_tokenizer_json`, `save_huggingface_files`,
+`keras_hub_tokenizer`); the tables here only say which class a directory's files are.
 
 * transformers' file names: vocab.txt (WordPiece), vocab.json + merges.txt (BPE),
   spiece.model (ALBERT), sentencepiece.bpe.model (XLM-R). Our presets write the same files,
   so a preset directory and a transformers directory load the same way:
   `tokenizer_from_preset("roberta-base/")` is a BytePairTokenizer.
-* Hugging Face's tokenizer.json (tokenizer_json.py): the one file transformers 5 writes for a
-  fast tokenizer, read for every kind when the files above are absent; when both are there,
-  they must hold the same vocabulary. `save_huggingface` writes both.
+* Hugging Face's tokenizer.json (checkpoints/tokenizer_json.py): the one file transformers 5
+  writes for a fast tokenizer, read for every kind when the files above are absent; when both
+  are there, they must hold the same vocabulary. `save_huggingface` writes both.
 * A KerasHub preset: tokenizer.json names KerasHub's tokenizer class and KerasHub keeps its
-  files under assets/tokenizer/ (KERAS_HUB_TOKENIZERS). Its RobertaTokenizer is our
+  files under assets/tokenizer/ (KERAS_HUB_CLASSES). Its RobertaTokenizer is our
   BytePairTokenizer, its AlbertTokenizer and XLMRobertaTokenizer our SentencePieceTokenizer
-  with style "albert" / "xlm_roberta"; `keras_hub_tokenizer` gives the arguments of KerasHub's
-  class for one of ours (save_keras_hub builds it and KerasHub writes its own files).
+  with style "albert" / "xlm_roberta"; a tokenizer's `keras_hub_tokenizer` gives the arguments
+  of KerasHub's class for it (save_keras_hub builds it and KerasHub writes its own files).
 
 The same files, not always the same ids:
 * XLM-R: KerasHub shifts the SentencePiece ids as fairseq does (<s> <pad> </s> <unk> first,
@@ -30,23 +32,27 @@ WordPiece presets of KerasHub (assets/tokenizer/vocabulary.txt) go to BertTokeni
 import json
 import os
 
+from keras_bert_suite.checkpoints import tokenizer_json
 from keras_bert_suite.text import byte_pair_tokenizer
-from keras_bert_suite.text import tokenizer_json
-from keras_bert_suite.text.byte_pair_tokenizer import ROBERTA_SPECIAL_TOKENS, BytePairTokenizer
+from keras_bert_suite.text import sentencepiece_tokenizer
+from keras_bert_suite.text.byte_pair_tokenizer import BytePairTokenizer
 from keras_bert_suite.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from keras_bert_suite.text.tokenizer import BertTokenizer
 
-SENTENCEPIECE_FILES = {"albert": "spiece.model", "xlm_roberta": "sentencepiece.bpe.model"}
-TOKENIZER_JSON_CLASSES = {"byte_pair": BytePairTokenizer, "sentencepiece": SentencePieceTokenizer}
-# A KerasHub preset's tokenizer: tokenizer.json's class_name -> (ours: "byte_pair" or a
-# SentencePiece style, the files KerasHub's `save_assets` writes under assets/tokenizer/).
+# A family's own files (transformers' names) -> the class that reads them, in the order they
+# are looked for; a directory with none of them is WordPiece's (vocab.txt), BertTokenizer's.
+FAMILY_FILES = {byte_pair_tokenizer.FILES: BytePairTokenizer,
+                **{(name,): SentencePieceTokenizer
+                   for name in sentencepiece_tokenizer.FILES.values()}}
+# tokenizer.json's model kind -> the class it describes.
+TOKENIZER_JSON_CLASSES = {"wordpiece": BertTokenizer, "byte_pair": BytePairTokenizer,
+                          "sentencepiece": SentencePieceTokenizer}
+# A KerasHub preset's tokenizer: tokenizer.json's class_name -> ours, its files under
+# assets/tokenizer/ (the class's `keras_hub_files`).
 KERAS_HUB_TOKENIZER_CONFIG = "tokenizer.json"
 KERAS_HUB_ASSETS = os.path.join("assets", "tokenizer")
-KERAS_HUB_TOKENIZERS = {
-    "RobertaTokenizer": ("byte_pair", ("vocabulary.json", "merges.txt")),
-    "AlbertTokenizer": ("albert", ("vocabulary.spm",)),
-    "XLMRobertaTokenizer": ("xlm_roberta", ("vocabulary.spm",)),
-}
+KERAS_HUB_CLASSES = {name: cls for cls in (BytePairTokenizer, SentencePieceTokenizer)
+                     for name in cls.keras_hub_classes}
 
 
 def tokenizer_from_preset(preset, **kwargs):
@@ -63,8 +69,8 @@ def tokenizer_from_preset(preset, **kwargs):
     found = tokenizer_json.load(directory)
     if found is None or tokenizer_json.kind(found[0]) == "wordpiece":
         return tokenizer or BertTokenizer.from_preset(preset, **kwargs)
-    from_json = TOKENIZER_JSON_CLASSES[tokenizer_json.kind(found[0])](
-        **_json_arguments(*found), **kwargs)
+    from_json = TOKENIZER_JSON_CLASSES[tokenizer_json.kind(found[0])].from_tokenizer_json(
+        *found, **kwargs)
     if tokenizer is None:
         return from_json
     if (type(tokenizer) is not type(from_json)
@@ -77,21 +83,12 @@ def tokenizer_from_preset(preset, **kwargs):
     return tokenizer
 
 
-def _json_arguments(data, config):
-    kind = tokenizer_json.kind(data)
-    if kind == "byte_pair":
-        return tokenizer_json.byte_pair_arguments(data, config)
-    return tokenizer_json.sentencepiece_arguments(data, config)
-
-
 def _tokenizer_from_family_files(directory, kwargs):
     """A BPE or SentencePiece tokenizer from transformers' or KerasHub's files, else None."""
     has = lambda name: os.path.isfile(os.path.join(directory, name))
-    if all(has(name) for name in byte_pair_tokenizer.FILES):
-        return BytePairTokenizer.from_directory(directory, **kwargs)
-    for style, name in SENTENCEPIECE_FILES.items():
-        if has(name):
-            return SentencePieceTokenizer(os.path.join(directory, name), style=style, **kwargs)
+    for names, cls in FAMILY_FILES.items():
+        if all(has(name) for name in names):
+            return cls.from_directory(directory, **kwargs)
     return _keras_hub_tokenizer_from(directory, kwargs)
 
 
@@ -102,97 +99,12 @@ def _keras_hub_tokenizer_from(directory, kwargs):
         return None
     with open(config_path, encoding="utf-8") as f:
         class_name = json.load(f).get("class_name")
-    if class_name not in KERAS_HUB_TOKENIZERS:
+    if class_name not in KERAS_HUB_CLASSES:
         return None  # a WordPiece tokenizer (vocabulary.txt) or one we do not have
-    kind, names = KERAS_HUB_TOKENIZERS[class_name]
-    paths = [os.path.join(directory, KERAS_HUB_ASSETS, name) for name in names]
+    cls = KERAS_HUB_CLASSES[class_name]
+    paths = [os.path.join(directory, KERAS_HUB_ASSETS, name) for name in cls.keras_hub_files]
     missing = [path for path in paths if not os.path.isfile(path)]
     if missing:
         raise ValueError(f"{config_path} names KerasHub's {class_name}, whose files are "
                          f"missing: {', '.join(missing)}.")
-    if kind == "byte_pair":
-        return BytePairTokenizer(*paths, **kwargs)
-    return SentencePieceTokenizer(paths[0], style=kind, **kwargs)
-
-
-def keras_hub_tokenizer(tokenizer):
-    """(KerasHub's tokenizer class name, its constructor's arguments) that tokenize as our
-    BPE or SentencePiece `tokenizer` (see the module docstring for where they differ); None
-    for another tokenizer (WordPiece: its vocabulary is KerasHub's vocabulary argument)."""
-    if isinstance(tokenizer, BytePairTokenizer):
-        if tokenizer.special_tokens != ROBERTA_SPECIAL_TOKENS:
-            raise ValueError(
-                f"KerasHub's RobertaTokenizer packs with RoBERTa's special tokens "
-                f"{ROBERTA_SPECIAL_TOKENS}, and this tokenizer's are "
-                f"{tokenizer.special_tokens}: its preset would not pack as ours does.")
-        return "RobertaTokenizer", {
-            "vocabulary": {token: i for i, token in enumerate(tokenizer.vocabulary)},
-            "merges": list(tokenizer.merges)}
-    if isinstance(tokenizer, SentencePieceTokenizer):
-        class_name = next(name for name, (kind, _) in KERAS_HUB_TOKENIZERS.items()
-                          if kind == tokenizer.style)
-        return class_name, {"proto": tokenizer.proto}
-    return None
-
-
-def write_tokenizer_files(directory, tokenizer):
-    """The files `tokenizer_from_preset` reads back, for a BPE or SentencePiece tokenizer
-    (transformers' names). Returns False for another tokenizer (WordPiece writes vocab.txt
-    itself)."""
-    if isinstance(tokenizer, BytePairTokenizer):
-        vocabulary, merges = (os.path.join(directory, n) for n in byte_pair_tokenizer.FILES)
-        with open(vocabulary, "w", encoding="utf-8") as f:
-            json.dump({token: i for i, token in enumerate(tokenizer.vocabulary)}, f,
-                      ensure_ascii=False)
-        with open(merges, "w", encoding="utf-8") as f:
-            f.write("#version: 0.2\n")
-            f.writelines(f"{merge}\n" for merge in tokenizer.merges)
-        return True
-    if isinstance(tokenizer, SentencePieceTokenizer):
-        with open(os.path.join(directory, SENTENCEPIECE_FILES[tokenizer.style]), "wb") as f:
-            f.write(tokenizer.proto)
-        return True
-    return False
-
-
-# transformers' tokenizer class for each of ours (its `tokenizer_class`).
-HUGGINGFACE_CLASSES = {"albert": "AlbertTokenizer", "xlm_roberta": "XLMRobertaTokenizer",
-                       "byte_pair": "RobertaTokenizer", "wordpiece": "BertTokenizer"}
-
-
-def write_huggingface_tokenizer(directory, tokenizer, lowercase, model_max_length):
-    """A transformers directory's tokenizer: the family's own files (vocab.txt, vocab.json +
-    merges.txt, the SentencePiece model), tokenizer.json (what transformers 5 reads first)
-    and tokenizer_config.json. `tokenizer`: one of ours, or a WordPiece token list."""
-    if isinstance(tokenizer, (BytePairTokenizer, SentencePieceTokenizer)):
-        write_tokenizer_files(directory, tokenizer)
-        special, vocabulary = tokenizer.special_tokens, tokenizer.get_vocabulary()
-        if isinstance(tokenizer, BytePairTokenizer):
-            kind, settings = "byte_pair", {}
-            document = tokenizer_json.byte_pair_json(vocabulary, tokenizer.merges, special)
-        else:
-            kind, settings = tokenizer.style, {}
-            if kind == "albert":
-                settings = {"do_lower_case": True, "keep_accents": False}
-            document = tokenizer_json.sentencepiece_json(
-                tokenizer.proto, tokenizer.style, vocabulary, special)
-    else:
-        vocabulary = (tokenizer.get_vocabulary() if isinstance(tokenizer, BertTokenizer)
-                      else list(tokenizer))
-        max_chars = getattr(tokenizer, "max_input_chars_per_word",
-                            tokenizer_json.DEFAULT_MAX_INPUT_CHARS_PER_WORD)
-        with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
-            f.writelines(f"{token}\n" for token in vocabulary)
-        kind, special = "wordpiece", BertTokenizer.special_tokens
-        settings = {"do_lower_case": bool(lowercase), "strip_accents": None,
-                    "tokenize_chinese_chars": True, "max_input_chars_per_word": max_chars}
-        document = tokenizer_json.wordpiece_json(vocabulary, lowercase, max_chars, special)
-    if document is not None:
-        _write_json(os.path.join(directory, tokenizer_json.FILE), document)
-    _write_json(os.path.join(directory, tokenizer_json.CONFIG_FILE), tokenizer_json.config_json(
-        HUGGINGFACE_CLASSES[kind], special, model_max_length, **settings))
-
-
-def _write_json(path, value):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(value, f, ensure_ascii=False, indent=2)
+    return cls(*paths, **cls.keras_hub_classes[class_name], **kwargs)

@@ -9,6 +9,7 @@ import pytest
 
 from keras_bert_suite import BertEncoder
 from keras_bert_suite.checkpoints import CheckpointMismatchError, load_checkpoint
+from keras_bert_suite.text import wordpiece_files
 from tests.checkpoints.checkpoint_writers import (
     TINY_HF_CONFIG, bert_config_json, google_head_variables, google_variables,
     tiny_hf_tensors, write_google_dir)
@@ -36,7 +37,7 @@ def test_google_checkpoint_gives_the_same_weights_and_numbers(
     checkpoint = load_checkpoint(minilm_google_dir)
 
     assert checkpoint.format == "google_bert"
-    assert checkpoint.lowercase is True
+    assert wordpiece_files.lowercase(checkpoint.directory) is True
     assert checkpoint.config == minilm_checkpoint.config
     for name, value in minilm_checkpoint.weights.items():
         np.testing.assert_array_equal(checkpoint.weights[name], value, err_msg=name)
@@ -89,7 +90,8 @@ def test_casing_from_directory_name_or_vocabulary(tmp_path, directory_name, toke
 
     checkpoint = load_checkpoint(directory, load_weights=False)
 
-    assert checkpoint.format == "google_bert" and checkpoint.lowercase is lowercase
+    assert checkpoint.format == "google_bert"
+    assert wordpiece_files.lowercase(checkpoint.directory) is lowercase
 
 
 def test_more_layers_than_config_names_the_first_extra_variable(tmp_path):

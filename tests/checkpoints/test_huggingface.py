@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite.checkpoints import UnsupportedCheckpointError, load_checkpoint
+from keras_bert_suite.text import wordpiece_files
 from tests.checkpoints.checkpoint_writers import (
     TINY_HF_CONFIG, tiny_hf_tensors, write_hf_dir)
 
@@ -22,8 +23,9 @@ def test_minilm_config_vocabulary_and_fused_qkv(minilm_checkpoint, minilm_tensor
         "dropout": 0.1, "layer_norm_epsilon": 1e-12, "initializer_range": 0.02,
         "embedding_dim": None, "position_offset": 0, "activation": "gelu",
         "pooler_activation": "tanh", "num_layer_groups": None, "layers_per_group": 1}
-    assert checkpoint.lowercase is True
-    assert checkpoint.vocabulary_path == os.path.join(minilm_dir, "vocab.txt")
+    assert wordpiece_files.lowercase(checkpoint.directory) is True
+    assert wordpiece_files.vocabulary_file(checkpoint.directory) == os.path.join(
+        minilm_dir, "vocab.txt")
     # [H, 3, N, Dh]: query | key | value, then heads; each transposed from torch's [out, in],
     # whose rows n * Dh ... (n + 1) * Dh are head n.
     qkv = checkpoint.weights["layer_3/attention/qkv/kernel"]
@@ -85,7 +87,7 @@ def test_cased_tokenizer_config_and_config_only(tmp_path):
     directory = write_hf_dir(tmp_path, TINY_HF_CONFIG, tiny_hf_tensors(),
                              tokenizer_config={"do_lower_case": False})
     checkpoint = load_checkpoint(directory, load_weights=False)
-    assert checkpoint.lowercase is False
+    assert wordpiece_files.lowercase(checkpoint.directory) is False
     assert checkpoint.weights is None
     assert checkpoint.config["num_layers"] == 2 and checkpoint.config["hidden_dim"] == 8
 

@@ -14,6 +14,7 @@ from keras_bert_suite.checkpoints import UnsupportedCheckpointError, load_checkp
 from keras_bert_suite.checkpoints.keras_hub_backbones import BACKBONES
 from keras_bert_suite.checkpoints.keras_hub_h5 import read_weights_h5
 from keras_bert_suite.checkpoints.keras_hub_weights import from_keras_hub, to_keras_hub
+from keras_bert_suite.text import wordpiece_files
 from tests.minilm_reference import PARITY_ATOL, PARITY_RTOL, reference
 from tests.numerics import assert_close
 
@@ -109,8 +110,9 @@ def test_preset_saved_by_keras_hub_loads(tmp_path, minilm_encoder, minilm_backbo
     tokenizer.save_to_preset(str(tmp_path))
 
     checkpoint = load_checkpoint(tmp_path, load_weights=False)
-    assert checkpoint.format == "keras_hub" and checkpoint.lowercase is True
-    vocabulary = open(checkpoint.vocabulary_path).read().split()
+    assert checkpoint.format == "keras_hub"
+    assert wordpiece_files.lowercase(checkpoint.directory) is True
+    vocabulary = open(wordpiece_files.vocabulary_file(checkpoint.directory)).read().split()
     assert vocabulary[:2] == ["[PAD]", "[unused0]"] and len(vocabulary) == 30522
     encoder = BertEncoder.from_preset(tmp_path)
     inputs = reference(minilm_dir)["inputs"]

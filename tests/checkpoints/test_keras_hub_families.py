@@ -11,8 +11,8 @@ import pytest
 
 from keras_bert_suite import BertClassifier, BertEncoder, BertPretrainer, save_keras_hub
 from keras_bert_suite.checkpoints import keras_hub_backbones
-from keras_bert_suite.checkpoints.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub
+from keras_bert_suite.families.bert_config import ENCODER_CONFIG_KEYS
 from tests.conftest import to_numpy
 from tests.families.conftest import family_inputs
 from tests.numerics import assert_close
@@ -310,6 +310,7 @@ def test_wordpiece_tokenizer_is_written(backbone_class, tmp_path):
     split real text into our ids, and the reader finds the vocabulary and casing."""
     from keras_bert_suite import BertTokenizer
     from keras_bert_suite.checkpoints import load_checkpoint
+    from keras_bert_suite.text import wordpiece_files
     from tests.families.conftest import SENTENCE_PAIRS
 
     ours = BertTokenizer.from_preset("minilm_l6_h384_uncased")
@@ -320,5 +321,6 @@ def test_wordpiece_tokenizer_is_written(backbone_class, tmp_path):
     texts = [text for pair in SENTENCE_PAIRS for text in pair] + ["Café déjà vu: a résumé."]
     assert [to_numpy(ids).tolist() for ids in theirs(texts)] == ours.encode_batch(texts)
     checkpoint = load_checkpoint(path, load_weights=False)
-    assert checkpoint.lowercase is True
-    assert open(checkpoint.vocabulary_path).read().split() == ours.get_vocabulary()
+    assert wordpiece_files.lowercase(checkpoint.directory) is True
+    vocabulary_file = wordpiece_files.vocabulary_file(checkpoint.directory)
+    assert open(vocabulary_file).read().split() == ours.get_vocabulary()

@@ -13,6 +13,7 @@ import pytest
 from keras_bert_suite import BertEncoder, BertPretrainer
 from keras_bert_suite.checkpoints import CheckpointMismatchError, load_checkpoint
 from keras_bert_suite.cli import main as kbs
+from keras_bert_suite.text import wordpiece_files
 from tests.checkpoints.checkpoint_writers import (
     OBJECT_SUFFIX, model_garden_encoder, object_checkpoint_variables, run_model_garden_encoder,
     write_model_garden_dir, write_object_checkpoint)
@@ -64,8 +65,9 @@ def test_released_layout_gives_the_same_weights(garden_dir, original, small_enco
     config = small_encoder.get_config()
     assert checkpoint.config == {key: config[key] for key in checkpoint.config}
     assert (checkpoint.config["num_layers"], checkpoint.config["hidden_dim"]) == (2, 128)
-    assert checkpoint.vocabulary_path == os.path.join(garden_dir, "vocab.txt")
-    assert checkpoint.lowercase is True
+    assert wordpiece_files.vocabulary_file(checkpoint.directory) == os.path.join(
+        garden_dir, "vocab.txt")
+    assert wordpiece_files.lowercase(checkpoint.directory) is True
     assert sorted(checkpoint.weights) == sorted(original)  # no head in an encoder checkpoint
     encoder = BertEncoder.from_preset(garden_dir)
     for name, value in _weights(encoder).items():

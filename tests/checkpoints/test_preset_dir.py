@@ -10,6 +10,7 @@ import pytest
 from keras_bert_suite import BertEncoder
 from keras_bert_suite.checkpoints import (
     CheckpointMismatchError, UnsupportedCheckpointError, load_checkpoint, preset_dir)
+from keras_bert_suite.text import wordpiece_files
 from tests.minilm_reference import reference
 
 
@@ -28,7 +29,8 @@ def test_minilm_round_trip_gives_identical_outputs(tmp_path, minilm_dir):
         "config.json", "model.weights.npz", "tokenizer.json", "vocab.txt"]
     assert sorted(os.listdir(tmp_path)) == ["minilm"]  # no staging directory left behind
     checkpoint = load_checkpoint(directory, load_weights=False)
-    assert checkpoint.format == "ours" and checkpoint.lowercase is True
+    assert checkpoint.format == "ours"
+    assert wordpiece_files.lowercase(checkpoint.directory) is True
     assert checkpoint.config["num_layers"] == 6
 
     restored = BertEncoder.from_preset(directory)
@@ -46,8 +48,9 @@ def test_save_replaces_an_existing_preset_and_keeps_casing_and_vocabulary(tmp_pa
     second.save_preset(directory, vocabulary=["[PAD]", "B"], lowercase=False)
 
     checkpoint = load_checkpoint(directory)
-    assert checkpoint.lowercase is False
-    assert open(checkpoint.vocabulary_path).read().split() == ["[PAD]", "B"]
+    assert wordpiece_files.lowercase(checkpoint.directory) is False
+    vocabulary_file = wordpiece_files.vocabulary_file(checkpoint.directory)
+    assert open(vocabulary_file).read().split() == ["[PAD]", "B"]
     np.testing.assert_array_equal(
         checkpoint.weights["pooler/kernel"], keras.ops.convert_to_numpy(second.pooler.kernel))
     assert sorted(os.listdir(tmp_path)) == ["preset"]

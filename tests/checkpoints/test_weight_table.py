@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import BertEncoder
-from keras_bert_suite.checkpoints import bert_layout, keras_hub_names, load_checkpoint, weight_table
+from keras_bert_suite.checkpoints import keras_hub_names, load_checkpoint, weight_table
 from keras_bert_suite.checkpoints.keras_hub_backbones import BACKBONES
 from keras_bert_suite.checkpoints.keras_hub_weights import from_keras_hub, to_keras_hub
 from keras_bert_suite.families import families
+from keras_bert_suite.families import module_tree
 from keras_bert_suite.models import weight_names
 from tests.checkpoints.checkpoint_writers import (
     bert_config_json, google_head_variables, google_variables, write_google_dir)
@@ -27,7 +28,7 @@ def test_every_map_names_exactly_the_table():
     (BERT's tree and KerasHub's BERT have everything but the embedding projection and
     ELECTRA's replaced-token head)."""
     not_bert = {"embeddings/projection", "rtd/dense", "rtd/prediction"}
-    assert set(bert_layout.MODULES) == set(weight_table.modules()) - not_bert
+    assert set(module_tree.MODULES) == set(weight_table.modules()) - not_bert
     assert set(weight_names._MODULES) == set(weight_table.modules())
     encoder_templates = {*weight_table.EMBEDDING_WEIGHTS, *weight_table.LAYER_WEIGHTS,
                          *weight_table.POOLER_WEIGHTS}

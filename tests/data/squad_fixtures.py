@@ -117,7 +117,7 @@ def features_pair(version_2, max_seq_length, doc_stride):
     """((our examples, our `SpanWindows`), (Model Garden examples, features)) for
     quoref_dataset, computed once per process (shared by the window, post-processing and
     metric tests)."""
-    from keras_bert_suite.checkpoints import packaged_checkpoint_dir
+    from keras_bert_suite.presets import packaged_checkpoint_dir
     from keras_bert_suite.tasks.span_labeler.quoref import write_squad_json
 
     data = quoref_dataset(version_2)

@@ -7,7 +7,7 @@ import pytest
 
 from keras_bert_suite import list_presets
 from keras_bert_suite.checkpoints import weight_table
-from keras_bert_suite.checkpoints.presets import PRESETS
+from keras_bert_suite.presets import PRESETS
 
 # Published counts: transformers' base models (RobertaModel, XLMRobertaModel and AlbertModel
 # with their pooler, DistilBertModel without one) and KerasHub's ELECTRA preset metadata

@@ -6,7 +6,7 @@ import pytest
 
 from keras_bert_suite import BertEncoder
 from keras_bert_suite.layers import BertSelfAttention
-from keras_bert_suite.checkpoints.presets import PRESETS
+from keras_bert_suite.presets import PRESETS
 from tests.conftest import to_numpy
 from tests.numerics import assert_close
 

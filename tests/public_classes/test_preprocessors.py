@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert_suite import BertPreprocessor, BertTokenizer, SegmentPacker
-from keras_bert_suite.checkpoints import packaged_checkpoint_dir
+from keras_bert_suite.presets import packaged_checkpoint_dir
 from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
 from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 from keras_bert_suite.tasks.token_classifier.preprocessor import TokenClassifierPreprocessor

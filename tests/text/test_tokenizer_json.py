@@ -12,9 +12,9 @@ import pytest
 import sentencepiece
 import transformers
 
+from keras_bert_suite.checkpoints import sentencepiece_proto
+from keras_bert_suite.checkpoints import tokenizer_json
 from keras_bert_suite.text import BertTokenizer
-from keras_bert_suite.text import sentencepiece_proto
-from keras_bert_suite.text import tokenizer_json
 from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
 from tests.text.conftest import SMALL_VOCABULARY
 

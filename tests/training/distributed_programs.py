@@ -263,7 +263,7 @@ def _checkpoint_heads(num_heads):
 
     from safetensors.numpy import load_file
 
-    from keras_bert_suite.checkpoints.packaged import packaged_checkpoint_dir
+    from keras_bert_suite.presets import packaged_checkpoint_dir
 
     tensors = load_file(os.path.join(packaged_checkpoint_dir("all-MiniLM-L6-v2"),
                                      "model.safetensors"))

@@ -1,6 +1,6 @@
 """The BertConfig JSON that Hugging Face (config.json) and Google (bert_config.json) share."""
 
-from keras_bert_suite.checkpoints.errors import UnsupportedCheckpointError
+from keras_bert_suite.checkpoint_errors import UnsupportedCheckpointError
 
 # BertEncoder's architecture arguments; what `Checkpoint.config` holds. The
 # family's (embedding_dim ... layers_per_group) keep BERT's values when a format lacks them.

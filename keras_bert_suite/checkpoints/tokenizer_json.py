@@ -1,6 +1,8 @@
 """Hugging Face's `tokenizer.json` (the `tokenizers` library's file, and the only tokenizer
 file transformers 5 writes for a fast tokenizer), read into our tokenizers' arguments and
-written from them.
+written from them, with tokenizer_config.json beside it. Each tokenizer class of text/ reads
+and writes its own through here; it sits in checkpoints/ (plain JSON, no TensorFlow) so that
+the Hugging Face writer can give a bare WordPiece token list its files too.
 
 Three kinds, by `model.type`:
 * "WordPiece" (BERT, DistilBERT, ELECTRA): the vocabulary, `max_input_chars_per_word`, and the
@@ -21,8 +23,8 @@ import base64
 import json
 import os
 
-from keras_bert_suite.text import sentencepiece_proto
-from keras_bert_suite.text.sentencepiece_proto import SentencePieceModel
+from keras_bert_suite.checkpoints import sentencepiece_proto
+from keras_bert_suite.checkpoints.sentencepiece_proto import SentencePieceModel
 
 FILE = "tokenizer.json"
 CONFIG_FILE = "tokenizer_config.json"
@@ -31,6 +33,9 @@ DEFAULT_MAX_INPUT_CHARS_PER_WORD = 100
 WORDPIECE_PREFIX = "##"
 SPACE_MARK = "\u2581"  # "▁", Metaspace's replacement
 FAIRSEQ_FIRST_TOKENS = ["<s>", "<pad>", "</s>", "<unk>"]
+# transformers' BertTokenizer's special tokens (a bare WordPiece token list gets them).
+BERT_SPECIAL_TOKENS = {"unknown": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "pad": "[PAD]",
+                       "mask": "[MASK]"}
 ROLES = {"unknown": "unk_token", "cls": "cls_token", "sep": "sep_token", "pad": "pad_token",
          "mask": "mask_token"}
 # ALBERT's pre-normalization (google-research/albert's preprocess_text), as tokenizers spells it.
@@ -273,6 +278,34 @@ def config_json(tokenizer_class, special_tokens, model_max_length, **settings):
     """tokenizer_config.json: the class transformers builds and the special tokens' roles."""
     return {"tokenizer_class": tokenizer_class, "model_max_length": int(model_max_length),
             **{key: special_tokens[role] for role, key in ROLES.items()}, **settings}
+
+
+def save(directory, document, tokenizer_class, special_tokens, model_max_length, **settings):
+    """Writes tokenizer.json (`document`; None: none, see `sentencepiece_json`) and
+    tokenizer_config.json into `directory`."""
+    if document is not None:
+        _write_json(os.path.join(directory, FILE), document)
+    _write_json(os.path.join(directory, CONFIG_FILE),
+                config_json(tokenizer_class, special_tokens, model_max_length, **settings))
+
+
+def save_wordpiece(directory, vocabulary, lowercase, model_max_length,
+                   max_input_chars_per_word=DEFAULT_MAX_INPUT_CHARS_PER_WORD,
+                   special_tokens=None):
+    """A transformers BertTokenizer's files: vocab.txt, tokenizer.json, tokenizer_config.json."""
+    special_tokens = special_tokens or BERT_SPECIAL_TOKENS
+    with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.writelines(f"{token}\n" for token in vocabulary)
+    save(directory, wordpiece_json(vocabulary, lowercase, max_input_chars_per_word,
+                                   special_tokens),
+         "BertTokenizer", special_tokens, model_max_length, do_lower_case=bool(lowercase),
+         strip_accents=None, tokenize_chinese_chars=True,
+         max_input_chars_per_word=int(max_input_chars_per_word))
+
+
+def _write_json(path, value):
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, ensure_ascii=False, indent=2)
 
 
 def _template(special_tokens, ids, pair_separator_twice):

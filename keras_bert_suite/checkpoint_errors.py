@@ -1,4 +1,6 @@
-"""The errors checkpoint readers raise; each message says what was expected and where."""
+"""The errors of reading a checkpoint or resolving a preset (families/, checkpoints/ and
+presets/ raise them; keras_bert_suite.checkpoints hands them on); each message says what was
+expected and where."""
 
 
 class CheckpointMismatchError(ValueError):

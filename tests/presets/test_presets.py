@@ -3,8 +3,8 @@
 import pytest
 
 from keras_bert_suite import BertEncoder, BertTokenizer
-from keras_bert_suite.checkpoints import (
-    PRESETS, UnknownCheckpointFormatError, UnknownPresetError, list_presets, resolve_checkpoint)
+from keras_bert_suite.checkpoints import UnknownCheckpointFormatError, UnknownPresetError
+from keras_bert_suite.presets import PRESETS, list_presets, resolve_checkpoint
 
 FORMATS = ("keras_bert_suite preset directory", "Hugging Face BERT-family directory",
            "original Google BERT checkpoint", "KerasHub BERT-family preset")

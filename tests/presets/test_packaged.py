@@ -4,8 +4,7 @@ import os
 
 import pytest
 
-from keras_bert_suite.checkpoints import packaged, packaged_checkpoint_dir
-
+from keras_bert_suite.presets import packaged, packaged_checkpoint_dir
 
 
 @pytest.mark.real
