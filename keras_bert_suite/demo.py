@@ -7,8 +7,9 @@
 2. Sentiment: fine-tunes that checkpoint on the Rotten Tomatoes review sentences
    (recipes/sentiment_rotten_tomatoes_cpu.json, in length buckets: each batch cut to its
    longest review, not padded to 64) and prints its held-out accuracy next to a TF-IDF +
-   logistic regression baseline trained on the same split in the same run; then the same
-   fine-tune with fixed-length batches, and the time the buckets saved.
+   logistic regression baseline trained on the same split in the same run, and what length
+   buckets save against fixed-length batches as bench/bucketed_finetuning.py last measured it
+   (`--compare_fixed_length` re-trains with fixed-length batches here instead: as long again).
 3. Serving: exports the fine-tuned classifier to saved_models/, starts `kbs serve` and sends
    raw sentences with the package's client.
 """
@@ -138,6 +139,43 @@ def sentiment(output_dir, overrides=()):
     return summary, baseline
 
 
+BUCKET_BENCH = os.path.join("bench", "results", "bucketed_finetuning.json")
+
+
+def last_bucket_bench(path=BUCKET_BENCH):
+    """{backend: (bucketed / fixed training time, date)} from bench/bucketed_finetuning.py's
+    last run on this machine, or {} when it has not run here (its results are not committed)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            run = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    seconds = {result["contestant"]: result["train_seconds"] for result in run["results"]}
+    ratios = {}
+    for name, bucketed in seconds.items():
+        fixed = seconds.get(name.replace("bucketed", "fixed"))
+        if name.startswith("ours ") and name.endswith(" bucketed") and fixed:  # "ours jax bucketed"
+            ratios[name.split()[1]] = (bucketed / fixed, run["date"])
+    return ratios
+
+
+def report_bucket_saving(path=BUCKET_BENCH):
+    """Prints what length buckets save, from the bench's last run rather than a second
+    fine-tune (which would double the demo's time)."""
+    ratios = last_bucket_bench(path)
+    if not ratios:
+        print("\n  What the length buckets save against fixed-length batches: run "
+              "`python bench/bucketed_finetuning.py` (docs/benchmarks.md has its last figures), "
+              "or `kbs demo --compare_fixed_length` to re-train with fixed-length batches here.")
+        return
+    shown = ", ".join(f"{backend} {ratio:.2f}x" for backend, (ratio, _) in ratios.items())
+    date = next(iter(ratios.values()))[1]
+    print(f"\n  Length buckets vs fixed-length batches, bench/bucketed_finetuning.py on this "
+          f"machine ({date}): {shown} the fixed-length training time.")
+
+
 def fixed_length_comparison(bucketed, output_dir, overrides=()):
     """The same fine-tune with every batch padded to the full length (what a TPU gets);
     prints the training time the length buckets saved, and both accuracies."""
@@ -209,11 +247,13 @@ def serve_and_query(model, base_dir, name="sentiment", sentences=SERVED_SENTENCE
 
 
 def run(num_sentences=2000, output_dir=os.path.join("runs", "demo"),
-        saved_models="saved_models", sentiment_overrides=(), compare_fixed_length=True):
+        saved_models="saved_models", sentiment_overrides=(), compare_fixed_length=False):
     semantic_search(num_sentences)
     summary, _ = sentiment(os.path.join(output_dir, "sentiment"), sentiment_overrides)
     serve_and_query(summary["model"], saved_models)
     if compare_fixed_length:
         fixed_length_comparison(summary, os.path.join(output_dir, "sentiment_fixed_length"),
                                 sentiment_overrides)
+    else:
+        report_bucket_saving()
     return summary

@@ -77,3 +77,20 @@ def test_export_refuses_contradicting_precision_flags_and_missing_calibration_fi
         assert exit_info.value.code == 2
         assert message in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["model.keras"]
+
+
+def test_demo_reports_the_bucket_saving_from_the_bench_file(tmp_path, capsys):
+    # The layout bench/bucketed_finetuning.py writes; the figures of its 2026-11-28 run.
+    path = tmp_path / "bucketed_finetuning.json"
+    path.write_text(json.dumps({"date": "2026-11-28", "max_train": None, "results": [
+        {"contestant": "ours tensorflow fixed", "train_seconds": 207.4, "accuracy": 0.803},
+        {"contestant": "ours tensorflow bucketed", "train_seconds": 108.5, "accuracy": 0.8085},
+        {"contestant": "transformers Trainer (torch)", "train_seconds": 126.9, "accuracy": 0.8155},
+        {"contestant": "ours jax bucketed", "train_seconds": 142.6, "accuracy": 0.8055},
+        {"contestant": "ours jax fixed", "train_seconds": 263.0, "accuracy": 0.806}]}))
+    ratios = demo.last_bucket_bench(str(path))
+    assert {backend: round(ratio, 3) for backend, (ratio, _) in ratios.items()} == {
+        "tensorflow": 0.523, "jax": 0.542}
+    demo.report_bucket_saving(str(path))
+    assert "(2026-11-28): tensorflow 0.52x, jax 0.54x" in capsys.readouterr().out
+    assert demo.last_bucket_bench(str(tmp_path / "missing.json")) == {}
