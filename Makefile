@@ -15,14 +15,14 @@ TESTS ?= tests
 # JAX run of tests/layers, tests/public_classes/test_layers.py and tests/models/test_encoder.py took
 # 45 s instead of 75-83 s, beside the other two backends. XLA's older loop emitters compile
 # a program faster than its fusion emitters (an eager op's first call: 40 -> 27 ms; the JAX run
-# of tests/models/test_task_models.py alone: 66-79 s of CPU -> 47 s). TensorFlow and PyTorch
+# of tests/tasks/test_task_models.py alone: 66-79 s of CPU -> 47 s). TensorFlow and PyTorch
 # do not use XLA here. A per-process thread cap was tried too and lost (117 s wall against
 # 89-97 s): the three processes share the 2 cores better with their default pools.
 TEST_XLA_FLAGS ?= --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false
 # JAX compiles the same train and predict steps again for every model of the same
 # architecture (a task built, saved, loaded back and trained on is compiled twice or more);
 # its compilation cache, in a directory that lives for one `make test`, hands the second one
-# the first one's program: tests/models/test_task_lifecycle.py took 71-75 s of CPU on JAX
+# the first one's program: tests/tasks/test_task_lifecycle.py took 71-75 s of CPU on JAX
 # with it, 96-100 s without. Only compiles of 0.2 s or more are written: an eager op's
 # (~30 ms, thousands per process, found again in memory anyway) cost more to write than they
 # saved (tests/public_classes/test_encoder_and_tasks.py + test_task_lifecycle.py: 124-139 s of CPU

@@ -10,20 +10,15 @@ serving client or host) does not import Keras.
 
 import importlib
 
+from keras_bert_suite.task_registry import task_modules
+
 __version__ = "0.1.0"
 
-# {public name: module that defines it}; the task models' modules are listed in tasks/
+# {public name: module that defines it}; the task models come from task_registry.py
 _PUBLIC = {
     "BertEncoder": "keras_bert_suite.models.encoder",
     "list_presets": "keras_bert_suite.presets",
-    "BertPretrainer": "keras_bert_suite.tasks.pretrainer.model",
-    "ReplacedTokenDetector": "keras_bert_suite.tasks.pretrainer.replaced_token_detector",
-    "ElectraPretrainer": "keras_bert_suite.tasks.pretrainer.electra_pretrainer",
-    "BertClassifier": "keras_bert_suite.tasks.classifier.model",
-    "BertFeatureExtractor": "keras_bert_suite.tasks.feature_extractor.model",
-    "BertMultipleChoice": "keras_bert_suite.tasks.multiple_choice.model",
-    "BertSpanLabeler": "keras_bert_suite.tasks.span_labeler.model",
-    "BertTokenClassifier": "keras_bert_suite.tasks.token_classifier.model",
+    **task_modules(),
     "BertPreprocessor": "keras_bert_suite.text",
     "BertTokenizer": "keras_bert_suite.text",
     "SegmentPacker": "keras_bert_suite.text",

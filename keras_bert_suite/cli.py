@@ -65,7 +65,8 @@ def _model_to_convert(source):
     from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
     from keras_bert_suite.presets import resolve_checkpoint
     from keras_bert_suite.tasks import import_task_models, load_model
-    from keras_bert_suite.tasks.task import BertTask, _saved_task
+    from keras_bert_suite.tasks.task import BertTask
+    from keras_bert_suite.tasks.task_presets import _saved_task
     from keras_bert_suite.text.vocab_io import load_vocabulary
 
     if str(source).endswith(".keras"):

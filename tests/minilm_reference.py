@@ -1,7 +1,7 @@
 """The reference that parity tests compare against: transformers.BertModel (torch, eval mode)
 on the real all-MiniLM-L6-v2 weights, fed real sentence pairs padded to one length.
 
-Computed once per pytest process (lru_cache) and shared by tests/models and tests/checkpoints.
+Computed once per pytest process (lru_cache) and shared by tests/models, tests/tasks and tests/checkpoints.
 """
 
 import functools

@@ -10,13 +10,15 @@ import pathlib
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_suite"
 # part -> the parts it may import (a part: a subpackage, or a top-level module).
 ARROWS = {
+    # The package's root takes its public task names from the task registry (plain strings).
+    "__init__": {"task_registry"},
     "cli": {"recipe_runner", "tasks", "export", "serving", "models", "presets", "text",
             "names", "demo", "list_presets", "BertEncoder", "BertPreprocessor",
             "BertPretrainer"},
     "demo": {"recipe_runner", "tasks", "export", "serving", "presets", "data",
              "BertEncoder", "BertPreprocessor"},
     "recipe_runner": {"distillation", "tasks", "distribution", "models", "text", "training",
-                      "storage"},
+                      "storage", "task_registry"},
     "distillation": {"transforms", "tasks", "models", "text", "training", "names"},
     "pruning": {"transforms", "models", "text", "names"},
     # transforms: above models and tasks (neither imports it, but for FORWARDERS), yet it
@@ -24,7 +26,7 @@ ARROWS = {
     # (is_bert_encoder, encoder, configs, weight_map), so no circle can close through it.
     "transforms": set(),
     "tasks": {"export", "models", "layers", "presets", "checkpoints", "text", "data",
-              "training", "storage", "names"},
+              "training", "storage", "names", "task_registry"},
     "export": {"models", "layers", "text", "names"},
     "distribution": {"models"},
     # keras_compat: the one module that touches Keras' private attributes (a leaf).

@@ -9,7 +9,7 @@ from keras_bert_suite import cli
 from keras_bert_suite.tasks.feature_extractor.embed import embed_file
 from tests.numerics import assert_close
 
-# The model math is tested on every backend in tests/models; this is file plumbing.
+# The model math is tested on every backend in tests/models and tests/tasks; this is file plumbing.
 pytestmark = pytest.mark.real
 
 SENTENCES = [

@@ -13,14 +13,23 @@ class Checkpoint:
         them, use the `mlm/...` and `nsp/...` names.
     format: "ours", "huggingface", "google_bert", "model_garden", "keras_hub" or
         "builtin".
-    task_head: a transformers or KerasHub task model's head, when it has one.
     directory: the directory the checkpoint was read from, where its tokenizer's files are
         (a tokenizer class reads them: text/tokenizer_files.py); None for an
         architecture-only built-in preset.
+    head_reader: (a task's `task_heads.CheckpointForm`) -> its head in this checkpoint, or
+        None; see `task_head`.
     """
 
     config: dict
     weights: dict
     format: str
-    task_head: dict = None
     directory: str = None
+    head_reader: object = None
+
+    def task_head(self, form):
+        """The head of the task model whose checkpoint form is `form` when this checkpoint is
+        that task fine-tuned elsewhere (transformers' BertFor*, KerasHub's TextClassifier),
+        else None: {"kernel", "bias", "label_names", "pooler": {our pooler weights, where
+        the task class keeps the pooler outside the base model}}. Read on demand, since the
+        task declares where its head is."""
+        return None if self.head_reader is None or form is None else self.head_reader(form)

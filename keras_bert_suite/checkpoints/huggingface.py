@@ -18,8 +18,8 @@ from keras_bert_suite.checkpoint_errors import CheckpointMismatchError, Unsuppor
 from keras_bert_suite.checkpoints import bert_layout
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.tensors import TensorSource
-from keras_bert_suite.families import (
-    ENCODER_POOLER, family_of_model_type, supported_model_types)
+from keras_bert_suite.checkpoints.task_heads import ENCODER_POOLER, TransformersHead
+from keras_bert_suite.families import family_of_model_type, supported_model_types
 
 NAME = "Hugging Face BERT-family directory"
 CONFIG_FILE = "config.json"
@@ -46,14 +46,15 @@ def load(directory, load_weights=True):
             f"{config_path}: model_type '{model_type}' is not supported; BertEncoder loads "
             f"the BERT family: {', '.join(supported_model_types())}.")
     config = family.encoder_config(hf_config, config_path)
-    weights = task_head = None
+    weights = head_reader = None
     if load_weights:
         source = _open_weights(directory, config_path)
         weights = _read_weights(source, config, family)
-        task_head = _task_head(source, hf_config, config, family)
-        if task_head is not None:  # RoBERTa's classifier.dense, DistilBERT's pre_classifier
-            weights.update(task_head.pop("pooler"))
-    return Checkpoint(config=config, weights=weights, format="huggingface", task_head=task_head)
+
+        def head_reader(form):
+            return _task_head(source, hf_config, config, family, form.transformers)
+    return Checkpoint(config=config, weights=weights, format="huggingface",
+                      head_reader=head_reader)
 
 
 def _read_weights(source, config, family):
@@ -69,31 +70,30 @@ def _read_weights(source, config, family):
     return weights
 
 
-def _task_head(source, hf_config, config, family):
-    """The head of a transformers {Bert,Roberta,...}For{SequenceClassification,...}
-    checkpoint, else None; "pooler" holds the pooler weights a task class keeps outside the
-    base model (RoBERTa's `classifier.dense`, ...), else nothing."""
+def _task_head(source, hf_config, config, family, head):
+    """The task's head (`head`: its `TransformersHead`) when the checkpoint is the family's
+    class of that task, else None; "pooler" holds the pooler weights that class keeps outside
+    the base model (RoBERTa's `classifier.dense`, ...), else nothing."""
+    if not isinstance(head, TransformersHead):
+        return None
+    module, pooler = head.in_family(family.name)
     architectures = hf_config.get("architectures") or []
+    if not any(name.endswith(head.suffix) for name in architectures) or (
+            f"{module}.weight" not in source):
+        return None
     hidden = config["hidden_dim"]
-    for task, (suffix, module, pooler) in family.task_heads.items():
-        if not any(name.endswith(suffix) for name in architectures) or (
-                f"{module}.weight" not in source):
-            continue
-        labels = hf_config.get("id2label") or {}
-        units = {"ForQuestionAnswering": 2, "ForMultipleChoice": 1}.get(
-            suffix, len(labels) or hf_config.get("num_labels", 2))
-        names = [str(labels[key]) for key in sorted(labels, key=int)]
-        default = names == [f"LABEL_{index}" for index in range(len(names))]
-        pooler_weights = {}
-        if pooler not in (None, ENCODER_POOLER):
-            pooler_weights = {"pooler/kernel": source.get(f"{pooler}.weight", (hidden, hidden)).T,
-                              "pooler/bias": source.get(f"{pooler}.bias", (hidden,))}
-        return {"task": task,
-                "kernel": source.get(f"{module}.weight", (units, hidden)).T,
-                "bias": source.get(f"{module}.bias", (units,)),
-                "label_names": None if default or not names else names,
-                "pooler": pooler_weights}
-    return None
+    labels = hf_config.get("id2label") or {}
+    units = head.units or len(labels) or hf_config.get("num_labels", 2)
+    names = [str(labels[key]) for key in sorted(labels, key=int)]
+    default = names == [f"LABEL_{index}" for index in range(len(names))]
+    pooler_weights = {}
+    if pooler not in (None, ENCODER_POOLER):
+        pooler_weights = {"pooler/kernel": source.get(f"{pooler}.weight", (hidden, hidden)).T,
+                          "pooler/bias": source.get(f"{pooler}.bias", (hidden,))}
+    return {"kernel": source.get(f"{module}.weight", (units, hidden)).T,
+            "bias": source.get(f"{module}.bias", (units,)),
+            "label_names": None if default or not names else names,
+            "pooler": pooler_weights}
 
 
 def tensor_name(module, variable):

@@ -18,11 +18,11 @@ from keras_bert_suite.checkpoints import tokenizer_json
 from keras_bert_suite.checkpoints.huggingface import (
     is_output_bias, output_bias_names, tensor_name)
 from keras_bert_suite.checkpoints.preset_dir import write_json
-from keras_bert_suite.families import ENCODER_POOLER
+from keras_bert_suite.checkpoints.task_heads import ENCODER_POOLER
 from keras_bert_suite.families.bert import FAMILY as BERT
 
 # The masked-LM classes build their encoder without the pooler (the task classes say where
-# theirs is: `Family.task_heads`).
+# theirs is: each task's `TransformersHead`, checkpoints/task_heads.py).
 WITHOUT_POOLER_SUFFIX = ("ForMaskedLM", "LMHeadModel")
 
 
@@ -37,7 +37,7 @@ def huggingface_tensors(config, weights, architecture, head_tensors=None, family
                         pooler=ENCODER_POOLER):
     """{state-dict name: float32 array}: the encoder (and pretraining heads in `weights`) in
     transformers' names, plus `head_tensors` (already named) for a task architecture.
-    `pooler`: where the task class keeps our pooler (see `Family.task_heads`)."""
+    `pooler`: where the task class keeps our pooler (`TransformersHead.in_family`)."""
     # A task architecture's encoder sits under the family's prefix (`bert.`); the base
     # model's (BertModel, RobertaModel, ...) at the top level.
     adapter = _Writer("" if architecture == family.base_model else family.prefix,

@@ -5,7 +5,7 @@ them (tokenizer.json, assets/tokenizer/: vocabulary.txt for WordPiece, BPE's or
 SentencePiece's files), which our tokenizer classes read (text/tokenizer_files.py).
 
 A task preset also holds task.json and task.weights.h5: a TextClassifier's `logits` Dense is
-read as the Checkpoint's task_head (and its `pooled_dense` as our pooler where the backbone
+read as the Checkpoint's task head (and its `pooled_dense` as our pooler where the backbone
 has none), a BertMaskedLM's `mlm_head/...` as our `mlm/...` weights. keras_hub_writer.py
 writes these presets.
 """
@@ -43,7 +43,7 @@ def load(directory, load_weights=True):
             f"{config_path}: KerasHub class '{saved.get('class_name')}' is not supported; only "
             f"{', '.join(BACKBONES)} presets can be loaded into BertEncoder.")
     config = backbone.encoder_config(saved["config"])
-    weights = task_head = None
+    weights = head_reader = None
     if load_weights:
         task = _task_read(directory, backbone)
         task_source = None if task is None else weights_source(
@@ -53,10 +53,14 @@ def load(directory, load_weights=True):
             backbone, weights_source(os.path.join(directory, WEIGHTS_FILE), config_path),
             config, classifier_source)
         if classifier_source is not None:
-            task_head = keras_hub_weights.classifier_head(classifier_source, config)
+            head = keras_hub_weights.classifier_head(classifier_source, config)
+
+            def head_reader(form):  # the TextClassifier's head, for the task KerasHub's holds
+                return head if form.keras_hub == "classifier" else None
         elif task_source is not None:  # the masked LM: BertPretrainer.from_preset reads it
             weights.update(keras_hub_weights.masked_lm_head(task_source, config))
-    return Checkpoint(config=config, weights=weights, format="keras_hub", task_head=task_head)
+    return Checkpoint(config=config, weights=weights, format="keras_hub",
+                      head_reader=head_reader)
 
 
 def _task_read(directory, backbone):

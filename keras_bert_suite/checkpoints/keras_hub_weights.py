@@ -59,10 +59,11 @@ def task_pooler(backbone, weights):
 
 
 def classifier_head(source, config):
-    """A KerasHub TextClassifier's `logits` Dense (task.weights.h5) as our BertClassifier's
-    Checkpoint.task_head."""
+    """A KerasHub TextClassifier's `logits` Dense (task.weights.h5) as `Checkpoint.task_head`
+    gives it to the task whose checkpoint form names KerasHub's classifier (its pooled_dense
+    is read as the encoder's pooler, where the backbone has none)."""
     units = int(source.get_unchecked(CLASSIFIER_HEAD_NAMES["bias"]).shape[0])
-    return {"task": "BertClassifier", "label_names": None,
+    return {"label_names": None, "pooler": {},
             "kernel": source.get(CLASSIFIER_HEAD_NAMES["kernel"], (config["hidden_dim"], units)),
             "bias": source.get(CLASSIFIER_HEAD_NAMES["bias"], (units,))}
 

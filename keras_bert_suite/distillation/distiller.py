@@ -5,8 +5,7 @@ from keras import ops
 
 from keras_bert_suite.distillation import checks, internals, losses
 from keras_bert_suite.tasks.model_base import CompilesFromOwnDefaults, compile_arguments
-from keras_bert_suite.training.optimizers import build_optimizer_before_tracing
-from keras_bert_suite.text import length_buckets
+from keras_bert_suite.tasks.text_batches import TrainsOnTaskText
 
 TEACHER_OUTPUTS = "teacher_outputs"
 # MiniLM's relations: v1 transfers the attention distribution (queries x keys) and the
@@ -15,7 +14,7 @@ DEFAULT_RELATIONS = ("qk", "vv")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
-class BertDistiller(CompilesFromOwnDefaults, keras.Model):
+class BertDistiller(TrainsOnTaskText, CompilesFromOwnDefaults, keras.Model):
     """Knowledge distillation from a teacher task model into a smaller student of the same
     task (Hinton et al. 2015; DistilBERT; TinyBERT; MiniLM), trained with `fit`.
 
@@ -237,26 +236,10 @@ class BertDistiller(CompilesFromOwnDefaults, keras.Model):
 
     # === Raw text, as the student's own fit ===
 
-    def fit(self, x=None, y=None, batch_size=None, sample_weight=None, validation_data=None,
-            shuffle=True, bucket_boundaries="auto",
-            group_by_length=length_buckets.DEFAULT_GROUP_BATCHES, **kwargs):
-        """`keras.Model.fit`; raw text is preprocessed by the student's preprocessor and
-        batched in length buckets, as the student's own `fit` does."""
-        x, y, sample_weight, batch_size, validation_data, shuffle = self.student.fit_inputs(
-            x, y, sample_weight, batch_size, validation_data, shuffle,
-            kwargs.get("validation_split"), kwargs.get("verbose", "auto"),
-            bucket_boundaries, group_by_length)
-        build_optimizer_before_tracing(self)
-        return super().fit(x, y, batch_size=batch_size, sample_weight=sample_weight,
-                           validation_data=validation_data, shuffle=shuffle, **kwargs)
-
-    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None,
-                 bucket_boundaries="auto", **kwargs):
-        x, y, sample_weight, batch_size, _ = self.student.keras_data(
-            x, y, sample_weight, batch_size, verbose=kwargs.get("verbose", "auto"),
-            bucket_boundaries=bucket_boundaries, sort_by_length=True)
-        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
-                                **kwargs)
+    def text_task(self):
+        """`fit` / `evaluate` (TrainsOnTaskText) preprocess and batch raw text as the
+        student's own do."""
+        return self.student
 
     def predict(self, x, **kwargs):
         """The student's predictions (the distiller itself is a training wrapper)."""

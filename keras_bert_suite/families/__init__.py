@@ -28,10 +28,8 @@ class Family(NamedTuple):
     presets: {built-in preset name: (description, BertEncoder arguments, lowercase)} of the
         published sizes, architectures only (BERT's are in presets/builtin.py, which lists
         them all).
-    task_heads: {our task class: (transformers class suffix, its head's Linear module, where
-        the head's pooler is)}: ENCODER_POOLER (the base model's own pooler), None (the head
-        reads the sequence output), or the module that is our pooler in that task class
-        (RoBERTa's and ELECTRA's `classifier.dense`, DistilBERT's `pre_classifier`).
+    Where a family's task classes keep a task's head, each task declares
+    (`checkpoint_form`, checkpoints/task_heads.py).
     """
 
     name: str
@@ -42,7 +40,6 @@ class Family(NamedTuple):
     base_model: str
     hf_config: Callable
     presets: dict = {}
-    task_heads: dict = {}
 
     def class_name(self, suffix):
         """transformers' class of this family with `suffix` ("ForSequenceClassification")."""
@@ -56,9 +53,6 @@ class Family(NamedTuple):
         if ("nsp" if next_sentence else "mlm/transform") not in self.tree.modules:
             return None
         return self.class_name("ForPreTraining" if next_sentence else "ForMaskedLM")
-
-
-ENCODER_POOLER = "encoder"
 
 
 def families():

@@ -2,7 +2,7 @@
 (layer i runs group int(i / (L / G)), a group being `inner_group_num` blocks), the tanh
 approximation of GELU and its own module names."""
 
-from keras_bert_suite.families import Family, bert
+from keras_bert_suite.families import Family
 from keras_bert_suite.families.bert_config import bert_json
 from keras_bert_suite.families.bert_config import encoder_config as bert_encoder_config
 from keras_bert_suite.families.module_tree import ModuleTree
@@ -68,5 +68,4 @@ PRESETS = {
 }
 FAMILY = Family(name="albert", model_types=("albert",), prefix="albert.", tree=TREE,
                 encoder_config=encoder_config, base_model="AlbertModel", hf_config=hf_config,
-                presets=PRESETS,
-                task_heads=bert.TASK_HEADS)  # the same heads on the base model's pooler
+                presets=PRESETS)

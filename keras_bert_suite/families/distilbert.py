@@ -71,12 +71,6 @@ PRESETS = {
     "distilbert_base_multilingual_cased": ("DistilBERT base multilingual cased, 104 languages "
                                            "(architecture only).", _architecture(119547), False),
 }
-TASK_HEADS = {  # pre_classifier -> ReLU -> classifier: our pooler + head
-    "BertClassifier": ("ForSequenceClassification", "classifier", "pre_classifier"),
-    "BertTokenClassifier": ("ForTokenClassification", "classifier", None),
-    "BertSpanLabeler": ("ForQuestionAnswering", "qa_outputs", None),
-    "BertMultipleChoice": ("ForMultipleChoice", "classifier", "pre_classifier"),
-}
 FAMILY = Family(name="distilbert", model_types=("distilbert",), prefix="distilbert.",
                 tree=TREE, encoder_config=encoder_config, base_model="DistilBertModel",
-                hf_config=hf_config, presets=PRESETS, task_heads=TASK_HEADS)
+                hf_config=hf_config, presets=PRESETS)

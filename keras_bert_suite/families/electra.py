@@ -54,12 +54,6 @@ PRESETS = {
                                     "(architecture only).",
                                     _architecture(1024, 24, 1024, 16), True),
 }
-TASK_HEADS = {  # dense -> GELU -> out_proj, and the GELU sequence summary: our pooler + head
-    "BertClassifier": ("ForSequenceClassification", "classifier.out_proj", "classifier.dense"),
-    "BertTokenClassifier": ("ForTokenClassification", "classifier", None),
-    "BertSpanLabeler": ("ForQuestionAnswering", "qa_outputs", None),
-    "BertMultipleChoice": ("ForMultipleChoice", "classifier", "sequence_summary.summary"),
-}
 FAMILY = Family(name="electra", model_types=("electra",), prefix="electra.", tree=TREE,
                 encoder_config=encoder_config, base_model="ElectraModel", hf_config=hf_config,
-                presets=PRESETS, task_heads=TASK_HEADS)
+                presets=PRESETS)

@@ -2,7 +2,7 @@
 counted from the padding mask past the pad id, one segment row, LayerNorm epsilon 1e-5. The
 classification head (dense -> tanh -> out_proj on <s>) is the pooler + a classifier."""
 
-from keras_bert_suite.families import ENCODER_POOLER, Family
+from keras_bert_suite.families import Family
 from keras_bert_suite.families.bert_config import bert_json
 from keras_bert_suite.families.bert_config import encoder_config as bert_encoder_config
 from keras_bert_suite.families.module_tree import ENCODER_MODULES, ModuleTree
@@ -49,12 +49,6 @@ PRESETS = {
     "xlm_roberta_large": ("XLM-R large: 24 layers, hidden 1024 (architecture only).",
                           _architecture(250002, 24, 1024, 16), False),
 }
-TASK_HEADS = {  # the classification head is dense -> tanh -> out_proj: our pooler + head
-    "BertClassifier": ("ForSequenceClassification", "classifier.out_proj", "classifier.dense"),
-    "BertTokenClassifier": ("ForTokenClassification", "classifier", None),
-    "BertSpanLabeler": ("ForQuestionAnswering", "qa_outputs", None),
-    "BertMultipleChoice": ("ForMultipleChoice", "classifier", ENCODER_POOLER),
-}
 FAMILY = Family(name="roberta", model_types=("roberta", "xlm-roberta"), prefix="roberta.",
                 tree=TREE, encoder_config=encoder_config, base_model="RobertaModel",
-                hf_config=hf_config, presets=PRESETS, task_heads=TASK_HEADS)
+                hf_config=hf_config, presets=PRESETS)

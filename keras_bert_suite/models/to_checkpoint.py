@@ -20,6 +20,10 @@ RobertaForMaskedLM, AlbertForPreTraining with the sentence-order head):
 `save_keras_hub(model, directory)`: a KerasHub preset directory (BertBackbone or the family's
 backbone, and for a classifier or a BERT pretrainer the KerasHub task that computes the same
 thing).
+
+Which class or task each model becomes is what the model declares (a task's
+`checkpoint_form`, checkpoints/task_heads.py; a BertEncoder is `ENCODER_FORM`): the writers
+follow that, never a class name.
 """
 
 import logging
@@ -33,18 +37,12 @@ from keras_bert_suite.checkpoints.keras_hub_backbones import backbone_for
 from keras_bert_suite.checkpoints.keras_hub_names import (
     CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES)
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub, writes_tokenizer
-from keras_bert_suite.families import (
-    ENCODER_POOLER, family_holding, family_of_model_type, holds)
-from keras_bert_suite.families.bert import TASK_HEADS
+from keras_bert_suite.checkpoints.task_heads import (
+    BASE_MODEL, ENCODER_FORM, ENCODER_POOLER, PRETRAINING, REPLACED_TOKEN, CheckpointForm,
+    TransformersHead)
+from keras_bert_suite.families import family_holding, family_of_model_type, holds
 from keras_bert_suite.families.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 from keras_bert_suite.models.encoder import BertEncoder
-
-# TASK_HEADS: task model -> (its transformers class suffix, its head's module there, where
-# its pooler is; the same task classes for every family); the head's Dense layer is the
-# task's `head_layer`.
-ENCODER_ONLY = ("BertEncoder", "BertFeatureExtractor")
-# Models whose pretraining heads travel with the encoder (their weight_map names them).
-PRETRAINING_MODELS = ("BertPretrainer", "ReplacedTokenDetector")
 
 logger = logging.getLogger(__name__)
 
@@ -66,29 +64,29 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     WordPiece, byte-level BPE or SentencePiece, written as the family's own files and as
     tokenizer.json); `lowercase` defaults to the tokenizer's.
     """
-    name = _exportable_name(model, "save_huggingface")
+    form = _form(model, "save_huggingface")
     config, weights = _config_and_weights(model, "save_huggingface")
-    family = (_replaced_token_family(config) if name == "ReplacedTokenDetector"
-              else _family(config, name))
+    family = (_replaced_token_family(config) if form.transformers == REPLACED_TOKEN
+              else _family(config))
     head_tensors, extra, pooler = {}, {}, ENCODER_POOLER
-    if name in TASK_HEADS:
-        suffix, module, pooler = family.task_heads[name]
-        architecture = family.class_name(suffix)
+    sentence_head = getattr(model, "next_sentence_head", None) is not None
+    if isinstance(form.transformers, TransformersHead):
+        module, pooler = form.transformers.in_family(family.name)
+        architecture = family.class_name(form.transformers.suffix)
         dense = model.head_layer
         head_tensors = {f"{module}.weight": _numpy(dense.kernel).T,
                         f"{module}.bias": _numpy(dense.bias)}
-        extra = _label_config(model)
-    elif name == "ReplacedTokenDetector":
+        extra = _label_config(model, form.transformers)
+    elif form.transformers == REPLACED_TOKEN:
         architecture = family.class_name("ForPreTraining")
-    elif name == "BertPretrainer":
-        if model.next_sentence_head is not None:
+    elif form.transformers == PRETRAINING:
+        if sentence_head:
             _check_pretraining_class(family)
-        architecture = family.pretraining_class(model.next_sentence_head is not None)
+        architecture = family.pretraining_class(sentence_head)
     else:
         architecture = family.base_model
     if _encoder(model).causal:
-        architecture = _causal_class(family, name, architecture,
-                                     getattr(model, "next_sentence_head", None) is not None)
+        architecture = _causal_class(model, form, family, architecture, sentence_head)
         extra["is_decoder"] = True
 
     tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
@@ -111,10 +109,11 @@ def save_google_bert(model, directory, vocabulary=None):
     >>> all(np.array_equal(a, b) for a, b in zip(back.get_weights(), encoder.get_weights()))
     True
     """
-    name = type(model).__name__
-    if name not in ("BertEncoder", "BertPretrainer"):
+    form = _declared_form(model)
+    if form is None or not form.google_bert:
         raise ValueError(
-            f"save_google_bert takes a BertEncoder or a BertPretrainer, got {name}; the "
+            f"save_google_bert takes a BertEncoder or a BertPretrainer, got "
+            f"{type(model).__name__}; the "
             f"original BERT checkpoint format has no task heads (pass model.encoder to write "
             f"a task model's encoder, or use save_huggingface).")
     _refuse_causal(model, "save_google_bert", "google-research/bert's checkpoints")
@@ -170,20 +169,20 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
     the backbone's family has not (e.g. WordPiece with RoBERTa's) is not written (a warning
     says so).
     """
-    name = _exportable_name(model, "save_keras_hub")
+    form = _form(model, "save_keras_hub")
     _refuse_causal(model, "save_keras_hub", "KerasHub's presets")
     config, weights = _config_and_weights(model, "save_keras_hub")
     tokenizer = vocabulary if vocabulary is not None else getattr(
         getattr(model, "preprocessor", None), "tokenizer", None)
     backbone = _keras_hub_backbone(config, tokenizer)
     task, task_arguments, task_weights = None, None, None
-    if name == "BertClassifier" and backbone.classifier is not None:
+    if form.keras_hub == "classifier" and backbone.classifier is not None:
         task = backbone.classifier
         task_arguments = {"num_classes": model.num_classes, "dropout": model.dropout}
-        dense = model.classifier_head
+        dense = model.head_layer
         task_weights = {CLASSIFIER_HEAD_NAMES[variable]: _numpy(getattr(dense, variable))
                         for variable in ("kernel", "bias")}
-    elif name == "BertPretrainer":
+    elif form.keras_hub == "masked_lm":
         if backbone.masked_lm is None:
             raise ValueError(
                 f"save_keras_hub writes a BertPretrainer as BERT's BertMaskedLM only, and this "
@@ -195,9 +194,10 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
         if model.next_sentence_head is not None:
             logger.warning("KerasHub's %s has no next sentence head: the NSP head is not "
                            "exported.", task)
-    elif name in TASK_HEADS:
+    elif isinstance(form.transformers, TransformersHead):
         logger.warning("KerasHub has no task for %s: only its encoder is exported (a "
-                       "%s preset), not its head.", name, backbone.class_name)
+                       "%s preset), not its head.", type(model).__name__,
+                       backbone.class_name)
     _warn_what_keras_hub_computes_otherwise(backbone, config, task)
 
     tokens, tokenizer_lowercase = _vocabulary(model, vocabulary, config)
@@ -258,14 +258,26 @@ def _warn_what_keras_hub_computes_otherwise(backbone, config, task):
                        backbone.classifier)
 
 
-def _exportable_name(model, function):
-    """The class name of a model the Hugging Face and KerasHub writers take, else an error."""
-    name = type(model).__name__
-    if name not in TASK_HEADS and name not in ENCODER_ONLY and name not in PRETRAINING_MODELS:
+def _declared_form(model):
+    """The model's `CheckpointForm`: a BertEncoder's, or the one its task declares; None for
+    anything else (a task that declares none, such as ElectraPretrainer: write its parts)."""
+    if isinstance(model, BertEncoder):
+        return ENCODER_FORM
+    form = getattr(model, "checkpoint_form", None)
+    if isinstance(form, CheckpointForm) and isinstance(getattr(model, "encoder", None),
+                                                       BertEncoder):
+        return form
+    return None
+
+
+def _form(model, function):
+    """The form of a model the Hugging Face and KerasHub writers take, else an error."""
+    form = _declared_form(model)
+    if form is None:
         raise ValueError(
-            f"{function} takes a BertEncoder or one of our task models "
-            f"({', '.join([*TASK_HEADS, *ENCODER_ONLY[1:], *PRETRAINING_MODELS])}), got {name}.")
-    return name
+            f"{function} takes a BertEncoder or one of our task models that another library "
+            f"has (a task class's `checkpoint_form` says which), got {type(model).__name__}.")
+    return form
 
 
 def _encoder(model):
@@ -279,8 +291,8 @@ def _config_and_weights(model, function):
     encoder = _encoder(model)
     _refuse_per_layer_sizes(encoder, function)
     config = {key: encoder.get_config()[key] for key in ENCODER_CONFIG_KEYS}
-    variables = model.weight_map() if type(model).__name__ in PRETRAINING_MODELS else (
-        encoder.weight_map())
+    # a task's preset weights: the encoder's, and the pretraining heads that travel with it
+    variables = encoder.weight_map() if model is encoder else model.preset_weights()
     return config, {key: _numpy(variable) for key, variable in variables.items()}
 
 
@@ -297,15 +309,12 @@ def _refuse_per_layer_sizes(encoder, function):
                                            ("layer_intermediate_dims",
                                             encoder.layer_intermediate_dims))
              if value is not None}
-    if sizes:
-        described = ", ".join(f"{key}={value}" for key, value in sizes.items())
-        raise ValueError(
-            f"{function}: this encoder is pruned ({described}), and that format has one "
-            f"head count and one feed-forward width for every layer. "
-            + _OUR_FORMATS.format(what="per-layer sizes"))
+    _refuse_values(sizes, f"{function}: this encoder is pruned ({{described}}), and that "
+                   f"format has one head count and one feed-forward width for every layer.",
+                   "per-layer sizes")
 
 
-def _family(config, name):
+def _family(config):
     """The family whose transformers format holds the encoder exactly (its encoder, task and
     pretraining classes)."""
     family = family_holding(config)
@@ -337,18 +346,18 @@ def _refuse_causal(model, function, holder):
             f"(BertLMHeadModel, is_decoder=True), save_to_preset or model.save('model.keras').")
 
 
-def _causal_class(family, name, architecture, model_has_sentence_head=False):
+def _causal_class(model, form, family, architecture, model_has_sentence_head=False):
     """BertLMHeadModel (is_decoder=True) for a left-to-right pretrainer; a causal encoder
     alone stays BertModel with is_decoder=True. BERT's classes only: they are the ones
     whose causal form this writer's tests read back through transformers."""
-    if family.name != "bert" or name not in ("BertPretrainer", *ENCODER_ONLY) or (
-            name == "BertPretrainer" and model_has_sentence_head):
+    if family.name != "bert" or form.transformers not in (PRETRAINING, BASE_MODEL) or (
+            form.transformers == PRETRAINING and model_has_sentence_head):
         raise ValueError(
-            f"save_huggingface: a causal (left-to-right) {name} on a {family.name} encoder: "
-            f"only BERT's BertModel / BertLMHeadModel (no next-sentence head) are written "
-            f"with is_decoder=True. "
+            f"save_huggingface: a causal (left-to-right) {type(model).__name__} on a "
+            f"{family.name} encoder: only BERT's BertModel / BertLMHeadModel (no "
+            f"next-sentence head) are written with is_decoder=True. "
             f"Save it with save_to_preset or model.save('model.keras').")
-    return "BertLMHeadModel" if name == "BertPretrainer" else architecture
+    return "BertLMHeadModel" if form.transformers == PRETRAINING else architecture
 
 
 def _check_pretraining_class(family):
@@ -369,12 +378,18 @@ def _refuse_other_families(config, function, holder="BERT's architecture"):
     `keras_hub_backbones.backbone_for`.)"""
     differs = {key: config[key] for key, bert in BERT_FAMILY_DEFAULTS.items()
                if config[key] != bert}
-    if differs:
-        described = ", ".join(f"{key}={value!r}" for key, value in differs.items())
-        raise ValueError(
-            f"{function} writes {holder}, and this encoder has family arguments "
-            f"({described}) that the format cannot hold. "
-            + _OUR_FORMATS.format(what="every family"))
+    _refuse_values(differs, f"{function} writes {holder}, and this encoder has family "
+                   f"arguments ({{described}}) that the format cannot hold.", "every family")
+
+
+def _refuse_values(values, explanation, what):
+    """The writers' refusal of encoder `values` ({argument: value}) that their format cannot
+    hold, if there are any: `explanation` with the values in place of {described}, then
+    which of our formats hold `what`."""
+    if values:
+        described = ", ".join(f"{key}={value!r}" for key, value in values.items())
+        raise ValueError(explanation.format(described=described) + " "
+                         + _OUR_FORMATS.format(what=what))
 
 
 def _vocabulary(model, vocabulary, config):
@@ -394,15 +409,16 @@ def _tokenizer(model, vocabulary):
         getattr(model, "preprocessor", None), "tokenizer", None)
 
 
-def _label_config(model):
-    """id2label / label2id for the classifiers (transformers reads num_labels from them)."""
+def _label_config(model, head):
+    """id2label / label2id for the classifiers (transformers reads num_labels from them);
+    a sequence classifier's problem_type too."""
     num_classes = getattr(model, "num_classes", None)
     if num_classes is None:
         return {}
     names = model.label_names or [f"LABEL_{i}" for i in range(num_classes)]
     extra = {"id2label": {str(i): str(n) for i, n in enumerate(names)},
              "label2id": {str(n): i for i, n in enumerate(names)}}
-    if type(model).__name__ == "BertClassifier":
+    if head.suffix == "ForSequenceClassification":
         extra["problem_type"] = ("regression" if num_classes == 1
                                  else "single_label_classification")
     return extra

@@ -4,10 +4,11 @@ keras_bert_suite/tasks/recipe_contract.py)."""
 import importlib
 
 from keras_bert_suite.tasks.recipe_contract import RecipeError
+from keras_bert_suite.task_registry import recipe_tasks
 
 # A task's one name: its folder under keras_bert_suite/tasks/, its recipes' "task", and the
-# "task" of its SavedModel export.
-TASK_NAMES = ("classifier", "span_labeler", "token_classifier", "multiple_choice")
+# "task" of its SavedModel export (task_registry.py lists them).
+TASK_NAMES = recipe_tasks()
 # Names recipes used before the tasks moved to keras_bert_suite/tasks/<name>/.
 RENAMED_TASKS = {"classification": "classifier", "squad": "span_labeler",
                  "ner": "token_classifier", "pretrain": "pretrainer"}

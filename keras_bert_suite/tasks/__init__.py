@@ -1,5 +1,6 @@
 """One folder per task: its model, preprocessor, postprocessor, serving signatures, data
-readers, metric and recipe module (docs/design.md).
+readers, metric and recipe module (docs/design.md), each registered once in
+keras_bert_suite/task_registry.py.
 
 `import_task_models()` imports every task model class, which registers them for
 `keras.saving.load_model` (a `.keras` file names its class by registered name only);
@@ -8,17 +9,10 @@ readers, metric and recipe module (docs/design.md).
 
 import importlib
 
+from keras_bert_suite.task_registry import task_modules
+
 # {public class name: the module that defines it}
-TASK_MODELS = {
-    "BertClassifier": "keras_bert_suite.tasks.classifier.model",
-    "BertSpanLabeler": "keras_bert_suite.tasks.span_labeler.model",
-    "BertTokenClassifier": "keras_bert_suite.tasks.token_classifier.model",
-    "BertMultipleChoice": "keras_bert_suite.tasks.multiple_choice.model",
-    "BertFeatureExtractor": "keras_bert_suite.tasks.feature_extractor.model",
-    "BertPretrainer": "keras_bert_suite.tasks.pretrainer.model",
-    "ReplacedTokenDetector": "keras_bert_suite.tasks.pretrainer.replaced_token_detector",
-    "ElectraPretrainer": "keras_bert_suite.tasks.pretrainer.electra_pretrainer",
-}
+TASK_MODELS = task_modules()
 
 
 def import_task_models():

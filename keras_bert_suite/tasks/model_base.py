@@ -44,8 +44,8 @@ class BertModelBase(CompilesFromOwnDefaults, quantization.QuantizableModel):
 
     * `get_config` / `from_config` serialize both (subclasses add their own arguments) and
       the head's quantized layers (the encoder records its own);
-    * `labels_by_output` re-keys (y, sample_weight) to the model's output names before Keras'
-      loss and metrics see them (identity unless overridden);
+    * `compute_loss` / `compute_metrics` re-key (y, sample_weight) with the task's
+      `labels_by_output` (tasks/contract.py) before Keras' loss and metrics see them;
     * `compile_from_config` re-runs the model's own compile() (with its defaults) when a
       `.keras` file is loaded (`CompilesFromOwnDefaults`);
     * `has_lora_adapters`, the hook `quantize` asks, is the encoder's answer.
@@ -74,9 +74,6 @@ class BertModelBase(CompilesFromOwnDefaults, quantization.QuantizableModel):
 
     def has_lora_adapters(self):
         return self.encoder.has_lora_adapters()
-
-    def labels_by_output(self, y, sample_weight):
-        return y, sample_weight
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         y, sample_weight = self.labels_by_output(y, sample_weight)

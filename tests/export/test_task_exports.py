@@ -214,7 +214,7 @@ def test_classifier_default_label_names():
 def test_span_labeler_answers_match_predict(served):
     """The served answers are the library's: `predict` on the same raw strings runs the same
     preprocessor and postprocessor eagerly (their parity with Model Garden's run_squad
-    windows and answer rule is tests/data/test_squad.py and test_span_postprocessor.py)."""
+    windows and answer rule is tests/tasks/span_labeler/test_squad.py and test_span_postprocessor.py)."""
     got = _answer(served, "span_labeler")
     inputs = served["inputs"]["span_labeler"]
     contexts = _decoded(inputs["context"])

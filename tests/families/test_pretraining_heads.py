@@ -103,7 +103,7 @@ def test_electra_discriminator_computes_what_transformers_computes_and_goes_back
     for key, value in theirs.state_dict().items():
         np.testing.assert_array_equal(mine[key], value.numpy(), err_msg=key)
     # ALBERT's shared layers: no ELECTRA config holds them (BERT's shape goes out: the
-    # class has no pooler, tests/models/test_electra_pretrainer.py).
+    # class has no pooler, tests/tasks/pretrainer/test_electra_pretrainer.py).
     from keras_bert_suite import BertEncoder
 
     shared = BertEncoder(vocabulary_size=60, num_layers=2, num_heads=2, hidden_dim=8,

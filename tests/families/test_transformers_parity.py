@@ -151,21 +151,21 @@ def test_task_heads_compute_what_transformers_computes_and_go_back(
     import transformers
 
     from keras_bert_suite import save_huggingface
-    from keras_bert_suite.families import family_of_model_type
     from keras_bert_suite.tasks import import_task_models
 
     config_class, arguments = FAMILY_CONFIGS[name]
     config = getattr(transformers, config_class)(
         **arguments, num_labels=2 if suffix == "ForQuestionAnswering" else 3)
-    family = family_of_model_type(config.model_type)
-    class_name = next(task for task, (task_suffix, _, _) in family.task_heads.items()
-                      if task_suffix == suffix)
+    # the task whose declared transformers head is this class's
+    task_class = next(task for task in import_task_models().values()
+                      if getattr(task.checkpoint_form, "transformers", None) is not None
+                      and getattr(task.checkpoint_form.transformers, "suffix", None) == suffix)
     torch.manual_seed(1)
     theirs = getattr(transformers, config_class.replace("Config", suffix))(config).eval()
     theirs.save_pretrained(tmp_path / "theirs")
     task_arguments = {"num_choices": 3} if suffix == "ForMultipleChoice" else {}
-    ours = import_task_models()[class_name].from_preset(str(tmp_path / "theirs"),
-                                                        preprocessor=None, **task_arguments)
+    ours = task_class.from_preset(str(tmp_path / "theirs"), preprocessor=None,
+                                  **task_arguments)
 
     inputs = family_inputs(name)
     arguments = _torch_inputs(config, inputs)

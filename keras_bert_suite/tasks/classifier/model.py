@@ -2,9 +2,10 @@
 
 import keras
 
-from keras_bert_suite.tasks.task import (
-    LabelledHeadTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
-    resolve_encoder)
+from keras_bert_suite.checkpoints.task_heads import CheckpointForm, TransformersHead
+from keras_bert_suite.tasks.head_parts import (
+    check_label_names, check_num_classes, dropout_and_dense, encoder_inputs, resolve_encoder)
+from keras_bert_suite.tasks.labelled_head import LabelledHeadTask
 
 
 def _classify(dropout_layer, head, encoder_outputs):
@@ -65,6 +66,16 @@ class BertClassifier(LabelledHeadTask):
         from keras_bert_suite.tasks.classifier.serving import serving_signatures
 
         return serving_signatures(self, pair=pair)
+
+    # Elsewhere: transformers' {Family}ForSequenceClassification, KerasHub's TextClassifier.
+    checkpoint_form = CheckpointForm(
+        transformers=TransformersHead("ForSequenceClassification", "classifier", families={
+            # dense -> tanh (ELECTRA: GELU) -> out_proj on [CLS]: our pooler + head
+            "roberta": ("classifier.out_proj", "classifier.dense"),
+            "electra": ("classifier.out_proj", "classifier.dense"),
+            # pre_classifier -> ReLU -> classifier: our pooler + head
+            "distilbert": ("classifier", "pre_classifier")}),
+        keras_hub="classifier")
 
     def default_loss(self):
         if self.num_classes == 1:

@@ -4,8 +4,9 @@ import keras
 from keras import ops
 
 from keras_bert_suite.layers.scalar_mix import ScalarMix
-from keras_bert_suite.tasks.task import (
-    BertTask, encoder_inputs, freeze_unused_pooler, resolve_encoder)
+from keras_bert_suite.checkpoints.task_heads import CheckpointForm
+from keras_bert_suite.tasks.head_parts import encoder_inputs, freeze_unused_pooler, resolve_encoder
+from keras_bert_suite.tasks.task import BertTask
 
 # The feature-based rows of the BERT paper's CoNLL-2003 table (section 5.3), plus ELMo's mix.
 # "all" and "last four" count transformer layers, not the embedding output.
@@ -130,6 +131,9 @@ class BertFeatureExtractor(BertTask):
         from keras_bert_suite.tasks.feature_extractor.serving import serving_signatures
 
         return serving_signatures(self)
+
+    # Elsewhere: the family's base model (BertModel, ...); the pooling is no weight.
+    checkpoint_form = CheckpointForm()
 
     def get_config(self):
         config = super().get_config()

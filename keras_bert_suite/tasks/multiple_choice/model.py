@@ -5,9 +5,11 @@ from keras import ops
 
 from keras_bert_suite.layers.choice_folding import FoldChoices
 from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
-from keras_bert_suite.tasks.task import (
-    ENCODER_INPUTS, BertTask, check_num_classes, dropout_and_dense, encoder_inputs,
-    resolve_encoder)
+from keras_bert_suite.checkpoints.task_heads import CheckpointForm, TransformersHead
+from keras_bert_suite.names import ENCODER_INPUTS
+from keras_bert_suite.tasks.head_parts import (
+    check_num_classes, dropout_and_dense, encoder_inputs, resolve_encoder)
+from keras_bert_suite.tasks.task import BertTask
 
 
 def _choice_logits(inputs, run_encoder, fold, dropout_layer, head, num_choices):
@@ -89,6 +91,12 @@ class BertMultipleChoice(BertTask):
         from keras_bert_suite.tasks.multiple_choice.serving import serving_signatures
 
         return serving_signatures(self)
+
+    # Elsewhere: transformers' {Family}ForMultipleChoice (one score per choice).
+    checkpoint_form = CheckpointForm(
+        transformers=TransformersHead("ForMultipleChoice", "classifier", units=1, families={
+            "electra": ("classifier", "sequence_summary.summary"),  # a GELU summary: our pooler
+            "distilbert": ("classifier", "pre_classifier")}))  # pre_classifier -> ReLU
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

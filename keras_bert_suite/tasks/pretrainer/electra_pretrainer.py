@@ -12,7 +12,8 @@ from keras_bert_suite.models.encoder import BertEncoder, EncoderParts, _encode
 from keras_bert_suite.names import ENCODER_INPUTS, MASK_POSITIONS
 from keras_bert_suite.tasks.pretrainer.model import BertPretrainer, check_pretraining_inputs
 from keras_bert_suite.tasks.pretrainer.replaced_token_detector import ReplacedTokenDetector
-from keras_bert_suite.tasks.task import BertTask, freeze_unused_pooler, resolve_encoder
+from keras_bert_suite.tasks.head_parts import freeze_unused_pooler, resolve_encoder
+from keras_bert_suite.tasks.task import BertTask
 
 # The metrics fit() logs beside the total `loss`.
 METRIC_NAMES = ("generator_loss", "generator_accuracy", "discriminator_loss",

@@ -11,8 +11,10 @@ from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
 from keras_bert_suite.names import ENCODER_INPUTS, MASK_POSITIONS
-from keras_bert_suite.tasks.task import (
-    BertTask, freeze_unused_pooler, is_auto, resolve_encoder)
+from keras_bert_suite.checkpoints.task_heads import PRETRAINING, CheckpointForm
+from keras_bert_suite.tasks.head_parts import freeze_unused_pooler, resolve_encoder
+from keras_bert_suite.tasks.model_base import is_auto
+from keras_bert_suite.tasks.task import BertTask
 from keras_bert_suite.training.losses import MaskedLMLoss
 from keras_bert_suite.training.metrics import MaskedLMAccuracy, MaskedLMPerplexity
 from keras_bert_suite.training.optimizers import create_optimizer
@@ -133,6 +135,11 @@ class BertPretrainer(BertTask):
     """
 
     task_name = "pretrainer"
+    # Elsewhere: transformers' {Family}ForPreTraining or ForMaskedLM, KerasHub's BertMaskedLM,
+    # Google's `cls/` heads (the heads travel in `weight_map`); no serving signatures:
+    # export its encoder.
+    checkpoint_form = CheckpointForm(transformers=PRETRAINING, keras_hub="masked_lm",
+                                     google_bert=True)
 
     def __init__(self, encoder=None, preprocessor=None, next_sentence_prediction=True,
                  backbone=None, max_instances_per_row=None, **kwargs):
@@ -293,8 +300,8 @@ class BertPretrainer(BertTask):
     @classmethod
     def _from_checkpoint(cls, preset, load_weights, encoder_overrides, preprocessor,
                          task_arguments):
-        checkpoint, encoder = cls._checkpoint_and_encoder(preset, load_weights,
-                                                          encoder_overrides)
+        checkpoint, encoder, _ = cls._checkpoint_and_encoder(preset, load_weights,
+                                                             encoder_overrides)
         weights = checkpoint.weights or {}
         if "mlm/output_bias" in weights:  # a pretraining checkpoint: its heads, no others
             task_arguments.setdefault("next_sentence_prediction", "nsp/kernel" in weights)

@@ -6,8 +6,9 @@ import keras
 from keras_bert_suite.layers.replaced_token_head import ReplacedTokenHead
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
-from keras_bert_suite.tasks.task import (
-    BertTask, encoder_inputs, freeze_unused_pooler, resolve_encoder)
+from keras_bert_suite.checkpoints.task_heads import REPLACED_TOKEN, CheckpointForm
+from keras_bert_suite.tasks.head_parts import encoder_inputs, freeze_unused_pooler, resolve_encoder
+from keras_bert_suite.tasks.task import BertTask
 from keras_bert_suite.training.losses import ReplacedTokenLoss
 from keras_bert_suite.training.metrics import ReplacedTokenAccuracy
 
@@ -50,6 +51,9 @@ class ReplacedTokenDetector(BertTask):
 
     task_name = "replaced_token_detector"
     head_layer_name = "replaced_token_head"
+    # Elsewhere: ElectraForPreTraining (its head travels in `weight_map`); no serving
+    # signatures: export its encoder.
+    checkpoint_form = CheckpointForm(transformers=REPLACED_TOKEN)
 
     def __init__(self, encoder=None, preprocessor=None, backbone=None, **kwargs):
         encoder = resolve_encoder(encoder, backbone)
@@ -100,8 +104,8 @@ class ReplacedTokenDetector(BertTask):
     @classmethod
     def _from_checkpoint(cls, preset, load_weights, encoder_overrides, preprocessor,
                          task_arguments):
-        checkpoint, encoder = cls._checkpoint_and_encoder(preset, load_weights,
-                                                          encoder_overrides)
+        checkpoint, encoder, _ = cls._checkpoint_and_encoder(preset, load_weights,
+                                                             encoder_overrides)
         detector = cls(encoder, preprocessor=preprocessor, **task_arguments)
         if checkpoint.weights is not None:
             detector._load_heads({"replaced-token": weight_names.replaced_token_head_variables(

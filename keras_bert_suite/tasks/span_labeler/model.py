@@ -4,8 +4,10 @@ import keras
 from keras import ops
 
 from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
-from keras_bert_suite.tasks.task import (
-    BertTask, encoder_inputs, freeze_unused_pooler, head_initializer, resolve_encoder)
+from keras_bert_suite.checkpoints.task_heads import CheckpointForm, TransformersHead
+from keras_bert_suite.tasks.head_parts import (
+    encoder_inputs, freeze_unused_pooler, head_initializer, resolve_encoder)
+from keras_bert_suite.tasks.task import BertTask
 from keras_bert_suite.text import task_inputs
 
 # Label names in `y` -> the output each one is scored against.
@@ -103,6 +105,11 @@ class BertSpanLabeler(BertTask):
         from keras_bert_suite.tasks.span_labeler.serving import serving_signatures
 
         return serving_signatures(self, **answer_options)
+
+    # Elsewhere: transformers' {Family}ForQuestionAnswering (start and end: 2 units).
+    checkpoint_form = CheckpointForm(
+        transformers=TransformersHead("ForQuestionAnswering", "qa_outputs", pooler=None,
+                                      units=2))
 
     def default_loss(self):
         return {output: keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -2,9 +2,11 @@
 
 import keras
 
-from keras_bert_suite.tasks.task import (
-    LabelledHeadTask, check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
+from keras_bert_suite.checkpoints.task_heads import CheckpointForm, TransformersHead
+from keras_bert_suite.tasks.head_parts import (
+    check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
     freeze_unused_pooler, resolve_encoder)
+from keras_bert_suite.tasks.labelled_head import LabelledHeadTask
 from keras_bert_suite.tasks.token_classifier.preprocessor import (
     TokenClassifierPreprocessor, as_words)
 from keras_bert_suite.text import task_inputs
@@ -91,6 +93,10 @@ class BertTokenClassifier(LabelledHeadTask):
         from keras_bert_suite.tasks.token_classifier.serving import serving_signatures
 
         return serving_signatures(self)
+
+    # Elsewhere: transformers' {Family}ForTokenClassification (the head reads the sequence).
+    checkpoint_form = CheckpointForm(
+        transformers=TransformersHead("ForTokenClassification", "classifier", pooler=None))
 
     def default_loss(self):
         return MaskedSparseCategoricalCrossentropy(ignore_label=IGNORE_LABEL)

@@ -1,4 +1,4 @@
-"""Shared fixtures for the data tests: the real uncased vocabulary and a small SOTU subset."""
+"""Shared fixtures for the task tests: the real uncased vocabulary and a small SOTU subset."""
 
 import pytest
 

@@ -7,7 +7,7 @@ import pytest
 
 from keras_bert_suite.tasks.span_labeler import metric as squad_metric
 from keras_bert_suite.tasks.span_labeler.postprocessor import NO_ANSWER_SCORE, best_answers
-from tests.data import squad_fixtures as fx
+from tests.tasks.span_labeler import squad_fixtures as fx
 
 pytestmark = pytest.mark.needs_tf_graph
 

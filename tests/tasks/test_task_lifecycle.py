@@ -9,7 +9,7 @@ import pytest
 from keras_bert_suite import (
     BertClassifier, BertEncoder, BertFeatureExtractor, BertMultipleChoice, BertSpanLabeler,
     BertTokenClassifier)
-from keras_bert_suite.tasks.task import TASK_CONFIG_FILE
+from keras_bert_suite.tasks.task_presets import TASK_CONFIG_FILE
 from tests.conftest import to_numpy
 from tests.tiny_pretraining import RUN_EAGERLY
 

@@ -6,7 +6,7 @@ import pytest
 
 from keras_bert_suite.tasks.span_labeler import quoref
 from keras_bert_suite.tasks.span_labeler import squad
-from tests.data import squad_fixtures as fx
+from tests.tasks.span_labeler import squad_fixtures as fx
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ by default, so every raw-text `fit` of the suite (test_task_lifecycle.py) trains
 import pytest
 
 from keras_bert_suite.tasks.classifier.rotten_tomatoes import load_rotten_tomatoes
-from tests.models.test_task_lifecycle import CASES, _build
+from tests.tasks.test_task_lifecycle import CASES, _build
 from tests.numerics import assert_close
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from keras_bert_suite.tasks.span_labeler import metric as sm
 from keras_bert_suite.tasks.span_labeler.postprocessor import best_answers
-from tests.data import squad_fixtures as fx
+from tests.tasks.span_labeler import squad_fixtures as fx
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from keras_bert_suite.tasks.span_labeler import quoref
 from keras_bert_suite.tasks.span_labeler import squad
 from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
 from keras_bert_suite.tasks.span_labeler.quoref import write_squad_json
-from tests.data import squad_fixtures as fx
+from tests.tasks.span_labeler import squad_fixtures as fx
 
 
 def _np(windows):
