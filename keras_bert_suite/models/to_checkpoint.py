@@ -235,7 +235,7 @@ def _keras_hub_backbone(config, tokenizer):
 def _writes_wordpiece(backbone, tokenizer):
     """Whether KerasHub's tokenizer for the backbone and ours are both WordPiece."""
     ours = tokenizer is None or isinstance(tokenizer, (list, tuple)) or (
-        type(tokenizer).__name__ == "BertTokenizer")
+        tokenizer.kind == "wordpiece")
     return ours and backbone.tokenizer == "wordpiece"
 
 

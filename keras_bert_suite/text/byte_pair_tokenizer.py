@@ -55,6 +55,7 @@ class BytePairTokenizer(Tokenizer):
     """
 
     packer_layout = "roberta"
+    kind = "byte_pair"
     word_start_mark = SPACE_MARK
     # KerasHub's tokenizer class for ours ({class name: our extra arguments}) and the files
     # its `save_assets` writes under assets/tokenizer/ (our constructor's arguments).

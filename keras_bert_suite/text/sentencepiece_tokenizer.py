@@ -62,6 +62,7 @@ class SentencePieceTokenizer(Tokenizer):
         tokenizer.encode_batch(["Hello world"])  # [[10975, 126]]: "▁hello", "▁world"
     """
 
+    kind = "sentencepiece"
     word_start_mark = SPACE_MARK
     # KerasHub's tokenizer classes ({class name: our extra arguments}) and the file their
     # `save_assets` writes under assets/tokenizer/ (the proto, unchanged).

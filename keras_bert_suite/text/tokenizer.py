@@ -75,6 +75,8 @@ class BertTokenizer(Tokenizer):
     [[7592, 1010, 2088, 999]]
     """
 
+    kind = "wordpiece"
+
     def __init__(self, vocabulary, lowercase=True,
                  max_input_chars_per_word=tokenizer_json.DEFAULT_MAX_INPUT_CHARS_PER_WORD,
                  **kwargs):

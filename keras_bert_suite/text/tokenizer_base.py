@@ -29,6 +29,9 @@ _NEEDED_FOR = {"unknown": "tokenizing text", "cls": "packing segments",
 
 class Tokenizer(PreprocessingLayer):
     packer_layout = "bert"
+    # Which algorithm splits words: "wordpiece", "byte_pair" or "sentencepiece" (the words a
+    # checkpoint format's table uses, e.g. checkpoints/keras_hub_backbones.py).
+    kind = None
 
     def _index_vocabulary(self, vocabulary):
         # Plain containers: Keras' attribute tracking would walk all 30k tokens of the list
