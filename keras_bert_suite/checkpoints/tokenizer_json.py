@@ -178,20 +178,22 @@ def _type(component):
     return None if component is None else component.get("type")
 
 
-def _normalizers(normalizer):
-    if normalizer is None:
+def _flatten(component, members):
+    """A normalizer or pre-tokenizer as the list of its steps: a "Sequence" holds them under
+    `members` ("normalizers" or "pretokenizers"), possibly nested."""
+    if component is None:
         return []
-    if normalizer["type"] == "Sequence":
-        return [n for inner in normalizer["normalizers"] for n in _normalizers(inner)]
-    return [normalizer]
+    if component["type"] == "Sequence":
+        return [step for inner in component[members] for step in _flatten(inner, members)]
+    return [component]
+
+
+def _normalizers(normalizer):
+    return _flatten(normalizer, "normalizers")
 
 
 def _pre_tokenizers(pre_tokenizer):
-    if pre_tokenizer is None:
-        return []
-    if pre_tokenizer["type"] == "Sequence":
-        return [p for inner in pre_tokenizer["pretokenizers"] for p in _pre_tokenizers(inner)]
-    return [pre_tokenizer]
+    return _flatten(pre_tokenizer, "pretokenizers")
 
 
 def _metaspace(pre_tokenizer):
