@@ -21,6 +21,8 @@ import re
 import keras
 import numpy as np
 from keras import ops
+from keras_bert_suite.data.corpora import sotu_files
+from keras_bert_suite.presets import packaged_checkpoint_dir
 
 PRESET = "minilm_l6_h384_uncased"
 QUERIES = (
@@ -49,8 +51,6 @@ def mean_pooled_embeddings(encoder, preprocessor, texts, batch_size=64, progress
 
 def sotu_sentences(limit, since=1990, seed=0):
     """Up to `limit` sentences of 8-40 words from the addresses since `since`, with a source."""
-    from keras_bert_suite.data.corpora import sotu_files
-
     sentences = []
     for path in sotu_files():
         name = os.path.basename(path)[:-len(".txt")]
@@ -86,7 +86,6 @@ def _parity_with_transformers(encoder, preprocessor, checkpoint_dir, texts):
 
 def semantic_search(num_sentences=2000, top_k=3):
     from keras_bert_suite import BertEncoder, BertPreprocessor
-    from keras_bert_suite.presets import packaged_checkpoint_dir
 
     print(f"Keras backend: {keras.backend.backend()}")
     print(f"Loading {PRESET} (real all-MiniLM-L6-v2 weights) through keras_bert_suite's converter")

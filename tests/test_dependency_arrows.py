@@ -91,3 +91,44 @@ def test_the_arrows_form_no_circle():
         return False
 
     assert not [part for part in ARROWS if reaches(part, part, {part})]
+
+
+# Files that import the package's own modules inside functions, and why (start-up time: what
+# `kbs --help` and the TF-free parts import; or a cycle at import time). Any other file
+# imports them at its top.
+LAZY_IMPORTS = {
+    "cli.py": "`kbs --help` loads no Keras/TF: each command imports its part when it runs",
+    "demo.py": "the demo's TF, export and serving parts load only for the step that needs them",
+    "distribution/keras_distribution.py": "the encoder's layout only when model parallelism is asked for",
+    "export/reexport.py": "the re-export subprocess imports the package once TF is its backend",
+    "export/saved_model.py": "tf_writer (TF) on the TF path only; reexport on other backends",
+    "export/serving_graph.py": "text (tensorflow_text) for int8 calibration; find_encoder when tracing",
+    "families/__init__.py": "the family modules import this registry: a cycle at import time",
+    "models/encoder.py": "from_checkpoint and checkpoints build encoders: a cycle at import time",
+    "models/lora.py": "forwarder to transforms, which imports models: a cycle at import time",
+    "pruning/calibration.py": "text inputs pull TF, only when calibrating on raw text",
+    "recipe_runner/distilling.py": "recipe_runner stays TF-free; tasks and distillation load TF at run time",
+    "recipe_runner/pretraining.py": "recipe_runner stays TF-free; the pretrainer loads TF at run time",
+    "serving/server.py": "TF (model store) and gRPC load only when serving starts",
+    "tasks/feature_extractor/embed.py": "`kbs embed` loads Keras/TF only when it runs",
+    "tasks/pretrainer/data/command.py": "`kbs --help` imports it; Beam/TF only when it runs",
+    "tasks/pretrainer/data/corpus_buckets.py": "`kbs --help` imports it; TF only in the workers",
+    "tasks/pretrainer/data/pipeline.py": "TF and Beam only when the pipeline runs",
+    "tasks/pretrainer/data/recipe_data.py": "recipe checks stay TF/Beam-free; data loads them at run time",
+    "tasks/recipe_contract.py": "recipe loading stays TF-free; length buckets pull tensorflow_text",
+}
+
+
+def _has_function_level_package_import(tree):
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return any(
+        (isinstance(n, ast.ImportFrom) and (n.module or "").startswith("keras_bert_suite"))
+        or (isinstance(n, ast.Import) and any(a.name.startswith("keras_bert_suite") for a in n.names))
+        for function in functions for n in ast.walk(function))
+
+
+def test_function_level_imports_are_listed():
+    lazy = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+            if _has_function_level_package_import(ast.parse(path.read_text()))}
+    assert lazy == set(LAZY_IMPORTS), (f"not in LAZY_IMPORTS: {sorted(lazy - set(LAZY_IMPORTS))}; "
+                                       f"listed, none left: {sorted(set(LAZY_IMPORTS) - lazy)}")

@@ -2,6 +2,7 @@
 with a message that says what to change."""
 
 import numbers
+from keras_bert_suite.tasks.task import BertTask
 
 
 def check_weights(temperature, **weights):
@@ -19,8 +20,6 @@ def check_weights(temperature, **weights):
 
 def check_pair(teacher, student):
     """Same task class, same vocabulary, a student no deeper or wider than its teacher."""
-    from keras_bert_suite.tasks.task import BertTask
-
     if not isinstance(student, BertTask):
         raise ValueError(f"student must be a task model (BertClassifier, ...), got "
                          f"{type(student).__name__}.")

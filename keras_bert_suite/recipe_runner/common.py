@@ -8,6 +8,7 @@ A task's schema (`finetuning.DEFAULTS`, `pretraining.DEFAULTS`) is
 import copy
 
 from keras_bert_suite.distribution import DISTRIBUTION_DEFAULTS
+from keras_bert_suite.training import create_optimizer
 
 
 def common_defaults(learning_rate, warmup_fraction, num_train_steps, sequence_length=128,
@@ -71,8 +72,6 @@ def merged(base, extra):
 def recipe_optimizer(optimizer_config, num_train_steps):
     """`training.optimizer` -> BERT's optimizer with warm-up and linear decay to 0 over
     `num_train_steps` updates (`training.create_optimizer`)."""
-    from keras_bert_suite.training import create_optimizer
-
     config = dict(optimizer_config)
     name = config.pop("name")
     fraction = config.pop("warmup_fraction")

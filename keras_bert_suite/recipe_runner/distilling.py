@@ -20,6 +20,7 @@ from keras_bert_suite.recipe_runner.common import merged, recipe_optimizer
 from keras_bert_suite.recipe_runner.recipe_files import RecipeError, Schema
 from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.recipe_runner.task_data import task_module
+from keras_bert_suite.models.lora import parameter_count
 
 DEFAULTS = merged(finetuning.DEFAULTS, {
     "distillation": {
@@ -89,7 +90,6 @@ def _student_training(recipe, batch_size):
 def run_distillation(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     """Distils as the recipe says; returns {"metrics", "model_path", "model"} (the student)."""
     from keras_bert_suite.distillation import BertDistiller
-    from keras_bert_suite.models.lora import parameter_count
 
     teacher, teacher_metrics = _teacher(recipe, output_dir, log)  # may fine-tune it first
     run = TrainingRun(recipe, output_dir, log)

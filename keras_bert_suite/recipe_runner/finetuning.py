@@ -24,6 +24,8 @@ from keras_bert_suite.recipe_runner.recipe_files import RecipeError, Schema
 from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.recipe_runner.task_data import task_module
 from keras_bert_suite.storage import write_json
+from keras_bert_suite.models.lora import parameter_count
+from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
 
 # The shared keys (recipe_runner/common.py) with fine-tuning's defaults: the embedded real
 # pretrained checkpoint (all-MiniLM-L6-v2), the top of the BERT paper's grid (2e-5 .. 5e-5)
@@ -94,9 +96,6 @@ def training_steps(training, num_examples):
 
 def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
     """Fine-tunes and evaluates as the recipe says; returns {"metrics", "model_path", ...}."""
-    from keras_bert_suite.models.lora import parameter_count
-    from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
-
     run = TrainingRun(recipe, output_dir, log)
     task = task_module(recipe["task"])
     model_config = recipe["model"]
@@ -130,8 +129,6 @@ def train_and_evaluate(run, model, task, task_data, recipe, epochs, steps_per_ep
     the task's metric into metrics.json (with `extra_metrics`). Returns {"metrics",
     "model_path", "model"}."""
     import keras
-
-    from keras_bert_suite.models.lora import parameter_count
 
     train = run.distribution.whole_batches(
         run.distribution.shard_input(task_data.train).repeat(), run.batch_size)

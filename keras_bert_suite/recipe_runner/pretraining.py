@@ -29,6 +29,7 @@ from keras_bert_suite.recipe_runner.run import TrainingRun
 from keras_bert_suite.storage import write_json
 from keras_bert_suite.tasks.pretrainer.objectives import objective, resolved_data
 from keras_bert_suite.tasks.pretrainer.data.recipe_data import build_datasets, recipe_tokenizer
+from keras_bert_suite.training import checkpointed_fit_arguments
 
 # The shared keys (recipe_runner/common.py) with pretraining's defaults (BERT's 1e-4, a tiny
 # random BERT unless a preset says otherwise), then the keys only pretraining has. A
@@ -149,8 +150,6 @@ def run_pretraining(recipe, output_dir, callbacks=(), verbose="auto", log=print)
     storage, e.g. a bucket: every worker resumes from its backup); only the chief writes to it.
     """
     import keras
-
-    from keras_bert_suite.training import checkpointed_fit_arguments
 
     if recipe.get("task", "pretrainer") != "pretrainer":
         raise RecipeError(f"`kbs pretrain` runs task 'pretrainer' recipes, this one is "

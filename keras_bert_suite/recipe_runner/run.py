@@ -19,6 +19,9 @@ import os
 from keras_bert_suite import storage
 from keras_bert_suite.storage import write_json
 from keras_bert_suite.tasks.recipe_contract import RecipeError
+from keras_bert_suite.distribution import start_distribution
+from keras_bert_suite.training import (
+    loss_scaled, restore_backup, set_mixed_precision, training_callbacks)
 
 
 class TrainingRun:
@@ -27,8 +30,6 @@ class TrainingRun:
 
     def __init__(self, recipe, output_dir, log=print):
         import keras
-
-        from keras_bert_suite.distribution import start_distribution
 
         if recipe["training"]["jit_compile"] not in ("auto", True, False):
             raise RecipeError(f"training.jit_compile must be \"auto\", true or false, got "
@@ -55,8 +56,6 @@ class TrainingRun:
         policy and distribution scope; Keras' global policy is restored after."""
         import keras
 
-        from keras_bert_suite.training import set_mixed_precision
-
         previous_policy = keras.config.dtype_policy()
         set_mixed_precision(self.precision)
         try:
@@ -68,8 +67,6 @@ class TrainingRun:
     def compile(self, model, optimizer, **compile_arguments):
         """`model.compile` with the optimizer loss-scaled for float16 and the recipe's
         `jit_compile`, `run_eagerly` and the distribution's `steps_per_execution`."""
-        from keras_bert_suite.training import loss_scaled
-
         model.compile(optimizer=loss_scaled(optimizer), jit_compile=self.training["jit_compile"],
                       run_eagerly=self.training["run_eagerly"],
                       steps_per_execution=self.distribution.steps_per_execution,
@@ -78,8 +75,6 @@ class TrainingRun:
     def resume(self, model):
         """The epochs the latest backup in the output directory covers (0: a fresh run);
         its weights, optimizer slots and step counter are loaded into `model`."""
-        from keras_bert_suite.training import restore_backup
-
         return restore_backup(model, self.output_dir)
 
     def fit(self, model, data, backup=False, log_every_n_steps=100, callbacks=(),
@@ -87,8 +82,6 @@ class TrainingRun:
         """`model.fit` in the distribution's run scope with the run's callbacks: a backup
         every epoch when `backup` (resumable), TensorBoard logs, both written by the chief
         only; `callbacks` run after them."""
-        from keras_bert_suite.training import training_callbacks
-
         run_callbacks = training_callbacks(self.output_dir, log_every_n_steps, chief=self.chief,
                                            backup=backup)
         with self.distribution.run_scope():

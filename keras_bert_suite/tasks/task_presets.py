@@ -12,6 +12,10 @@ import keras
 from keras_bert_suite.models import weight_names
 from keras_bert_suite.models.encoder import BertEncoder
 from keras_bert_suite.tasks.model_base import is_auto
+from keras_bert_suite.presets import resolve_checkpoint
+from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
+from keras_bert_suite.checkpoints import preset_dir
+from keras_bert_suite import storage
 
 # Beside an encoder preset's files, a task preset keeps the whole task (head + preprocessor).
 TASK_CONFIG_FILE = "task.json"
@@ -89,9 +93,6 @@ class TaskPresets:
         """(the checkpoint of `preset`, read once; the BertEncoder built from it; this task's
         head in it, or None). A task class that keeps our pooler outside the base model
         (RoBERTa's `classifier.dense`, ...) hands it to the encoder."""
-        from keras_bert_suite.presets import resolve_checkpoint
-        from keras_bert_suite.models.from_checkpoint import encoder_from_checkpoint
-
         checkpoint = resolve_checkpoint(preset, load_weights=load_weights)
         head = checkpoint.task_head(cls.checkpoint_form)
         if head is not None:
@@ -123,9 +124,6 @@ class TaskPresets:
         is the preprocessor's unless `vocabulary` (a path, a token list or a tokenizer) is
         given. `directory` may be any path tf.io.gfile reaches (gs://bucket/preset): the
         preset is written locally, then uploaded."""
-        from keras_bert_suite.checkpoints import preset_dir
-        from keras_bert_suite import storage
-
         tokenizer = getattr(self.preprocessor, "tokenizer", None)
         vocabulary = vocabulary if vocabulary is not None else tokenizer
         if lowercase is None:

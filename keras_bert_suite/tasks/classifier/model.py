@@ -6,6 +6,7 @@ from keras_bert_suite.checkpoints.task_heads import CheckpointForm, Transformers
 from keras_bert_suite.tasks.head_parts import (
     check_label_names, check_num_classes, dropout_and_dense, encoder_inputs, resolve_encoder)
 from keras_bert_suite.tasks.labelled_head import LabelledHeadTask
+from keras_bert_suite.tasks.classifier.serving import serving_signatures
 
 
 def _classify(dropout_layer, head, encoder_outputs):
@@ -63,8 +64,6 @@ class BertClassifier(LabelledHeadTask):
         return _classify(self.classifier_dropout, self.classifier_head, encoder_outputs)
 
     def serving_signatures(self, pair=False):
-        from keras_bert_suite.tasks.classifier.serving import serving_signatures
-
         return serving_signatures(self, pair=pair)
 
     # Elsewhere: transformers' {Family}ForSequenceClassification, KerasHub's TextClassifier.

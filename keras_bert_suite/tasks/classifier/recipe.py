@@ -11,16 +11,24 @@ import os
 import numpy as np
 
 from keras_bert_suite.tasks.classifier.model import BertClassifier
-from keras_bert_suite.tasks.recipe_contract import RecipeError
-from keras_bert_suite.tasks.recipe_contract import TaskData, training_batching
+from keras_bert_suite.tasks.recipe_contract import RecipeError, TaskData, training_batching
 from keras_bert_suite import storage
+from keras_bert_suite.text import BertPreprocessor
+from keras_bert_suite.tasks.classifier.data import read_classification_file
+from keras_bert_suite.tasks.classifier.glue import read_glue
+from keras_bert_suite.tasks.classifier.data import ClassificationExamples
+from keras_bert_suite.tasks.classifier.rotten_tomatoes import (
+    LABEL_NAMES,
+    load_rotten_tomatoes,
+    split_held_out,
+)
+from keras_bert_suite.tasks.classifier.data import make_classification_dataset
+from keras_bert_suite.tasks.classifier import metric
 
 MODEL = BertClassifier
 
 
 def model_preprocessor(recipe, tokenizer):
-    from keras_bert_suite.text import BertPreprocessor
-
     return BertPreprocessor(tokenizer, sequence_length=recipe["data"]["sequence_length"])
 
 
@@ -29,8 +37,6 @@ def head_arguments(model_config):
 
 
 def _read_files(data):
-    from keras_bert_suite.tasks.classifier.data import read_classification_file
-
     if data["train_file"] is None or data["eval_file"] is None:
         raise RecipeError("A classification recipe needs data.dataset (rotten_tomatoes, glue) "
                           "or both data.train_file and data.eval_file.")
@@ -45,8 +51,6 @@ def _read_files(data):
 
 
 def _read_glue(data):
-    from keras_bert_suite.tasks.classifier.glue import read_glue
-
     if data["glue_task"] is None or data["data_dir"] is None:
         raise RecipeError("data.dataset=glue needs data.glue_task (e.g. mrpc) and data.data_dir "
                           "(the folder of the task's GLUE TSV files).")
@@ -56,13 +60,6 @@ def _read_glue(data):
 
 
 def _read_rotten_tomatoes(data):
-    from keras_bert_suite.tasks.classifier.data import ClassificationExamples
-    from keras_bert_suite.tasks.classifier.rotten_tomatoes import (
-        LABEL_NAMES,
-        load_rotten_tomatoes,
-        split_held_out,
-    )
-
     texts, labels = load_rotten_tomatoes()
     (train_texts, train_labels), (test_texts, test_labels) = split_held_out(
         texts, labels, held_out=data["held_out"], seed=data["seed"])
@@ -97,8 +94,6 @@ def read_examples(data):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.tasks.classifier.data import make_classification_dataset
-
     data, training = recipe["data"], recipe["training"]
     train, evaluation = read_examples(data)
     log(f"classification: {len(train)} train / {len(evaluation)} eval examples")
@@ -113,16 +108,14 @@ def prepare(recipe, preprocessor, log):
 
 def scores(examples, outputs, glue_task=None):
     """The task's metrics for model outputs (logits [N, C] or scores [N, 1])."""
-    from keras_bert_suite.tasks.classifier import metric as m
-
     if glue_task is not None:
-        return m.glue_metrics(glue_task, outputs, examples.labels)
+        return metric.glue_metrics(glue_task, outputs, examples.labels)
     if examples.label_names is None:
-        return {"pearson": m.pearson(outputs[:, 0], examples.labels),
-                "spearman": m.spearman(outputs[:, 0], examples.labels)}
+        return {"pearson": metric.pearson(outputs[:, 0], examples.labels),
+                "spearman": metric.spearman(outputs[:, 0], examples.labels)}
     predicted = outputs.argmax(-1)
-    return {"accuracy": m.accuracy(predicted, examples.labels),
-            "macro_f1": m.f1_score(predicted, examples.labels, average="macro")}
+    return {"accuracy": metric.accuracy(predicted, examples.labels),
+            "macro_f1": metric.f1_score(predicted, examples.labels, average="macro")}
 
 
 def evaluate(model, task_data, recipe, output_dir):

@@ -21,6 +21,7 @@ import numpy as np
 
 from keras_bert_suite.tasks.classifier.data import read_classification_file
 from keras_bert_suite.data.table_rows import file_error
+from keras_bert_suite.data import corpora
 
 LABEL_NAMES = ("rotten", "fresh")  # id 0 = negative, 1 = positive
 HELD_OUT = 2000
@@ -32,8 +33,6 @@ def load_rotten_tomatoes(path=None):
     path: the corpus .csv.bz2; default: fetched and cached by `data.corpora`.
     """
     if path is None:
-        from keras_bert_suite.data import corpora
-
         path = corpora.fetch_rotten_tomatoes()
     # All three categories are read (plot summaries included, some of them empty) so that any
     # other value is an "unknown label" error naming the line.

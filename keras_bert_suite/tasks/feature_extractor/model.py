@@ -7,6 +7,7 @@ from keras_bert_suite.layers.scalar_mix import ScalarMix
 from keras_bert_suite.checkpoints.task_heads import CheckpointForm
 from keras_bert_suite.tasks.head_parts import encoder_inputs, freeze_unused_pooler, resolve_encoder
 from keras_bert_suite.tasks.task import BertTask
+from keras_bert_suite.tasks.feature_extractor.serving import serving_signatures
 
 # The feature-based rows of the BERT paper's CoNLL-2003 table (section 5.3), plus ELMo's mix.
 # "all" and "last four" count transformer layers, not the embedding output.
@@ -128,8 +129,6 @@ class BertFeatureExtractor(BertTask):
                          self.pooling, self.normalize, self.scalar_mix)
 
     def serving_signatures(self):
-        from keras_bert_suite.tasks.feature_extractor.serving import serving_signatures
-
         return serving_signatures(self)
 
     # Elsewhere: the family's base model (BertModel, ...); the pooling is no weight.

@@ -10,6 +10,7 @@ from keras_bert_suite.names import ENCODER_INPUTS
 from keras_bert_suite.tasks.head_parts import (
     check_num_classes, dropout_and_dense, encoder_inputs, resolve_encoder)
 from keras_bert_suite.tasks.task import BertTask
+from keras_bert_suite.tasks.multiple_choice.serving import serving_signatures
 
 
 def _choice_logits(inputs, run_encoder, fold, dropout_layer, head, num_choices):
@@ -88,8 +89,6 @@ class BertMultipleChoice(BertTask):
                                  f"{tuple(inputs[name].shape)}).")
 
     def serving_signatures(self):
-        from keras_bert_suite.tasks.multiple_choice.serving import serving_signatures
-
         return serving_signatures(self)
 
     # Elsewhere: transformers' {Family}ForMultipleChoice (one score per choice).

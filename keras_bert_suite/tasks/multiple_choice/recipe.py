@@ -12,13 +12,14 @@ import numpy as np
 from keras_bert_suite.tasks.multiple_choice.model import BertMultipleChoice
 from keras_bert_suite.tasks.recipe_contract import TaskData, data_files, training_batching
 from keras_bert_suite import storage
+from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
+from keras_bert_suite.tasks.multiple_choice.swag import make_multiple_choice_dataset, read_swag
+from keras_bert_suite.tasks.classifier.metric import accuracy
 
 MODEL = BertMultipleChoice
 
 
 def model_preprocessor(recipe, tokenizer):
-    from keras_bert_suite.tasks.multiple_choice.preprocessor import MultipleChoicePreprocessor
-
     return MultipleChoicePreprocessor(tokenizer, recipe["data"]["sequence_length"])
 
 
@@ -35,8 +36,6 @@ def _head(examples, limit):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.tasks.multiple_choice.swag import make_multiple_choice_dataset, read_swag
-
     data, training = recipe["data"], recipe["training"]
     train_file, eval_file = data_files(data, "multiple_choice", [], "SWAG-format CSV files")
     train = _head(read_swag(train_file, require_labels=True), data["max_train_examples"])
@@ -50,8 +49,6 @@ def prepare(recipe, preprocessor, log):
 
 
 def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.tasks.classifier.metric import accuracy
-
     examples = task_data.evaluation
     # raw text through the model's preprocessor: what the exported model serves
     logits = np.asarray(model.predict((examples.contexts, examples.choices),

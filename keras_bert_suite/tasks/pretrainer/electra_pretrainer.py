@@ -14,6 +14,7 @@ from keras_bert_suite.tasks.pretrainer.model import BertPretrainer, check_pretra
 from keras_bert_suite.tasks.pretrainer.replaced_token_detector import ReplacedTokenDetector
 from keras_bert_suite.tasks.head_parts import freeze_unused_pooler, resolve_encoder
 from keras_bert_suite.tasks.task import BertTask
+from keras_bert_suite.training.optimizers import create_optimizer
 
 # The metrics fit() logs beside the total `loss`.
 METRIC_NAMES = ("generator_loss", "generator_accuracy", "discriminator_loss",
@@ -133,8 +134,6 @@ class ElectraPretrainer(BertTask):
     # === Loss and metrics ===
 
     def default_optimizer(self):
-        from keras_bert_suite.training.optimizers import create_optimizer
-
         return create_optimizer("adamw")  # pretraining's constant 1e-4
 
     def default_loss(self):

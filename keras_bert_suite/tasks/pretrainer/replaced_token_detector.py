@@ -11,6 +11,7 @@ from keras_bert_suite.tasks.head_parts import encoder_inputs, freeze_unused_pool
 from keras_bert_suite.tasks.task import BertTask
 from keras_bert_suite.training.losses import ReplacedTokenLoss
 from keras_bert_suite.training.metrics import ReplacedTokenAccuracy
+from keras_bert_suite.training.optimizers import create_optimizer
 
 
 def _real_tokens(x, sample_weight):
@@ -73,8 +74,6 @@ class ReplacedTokenDetector(BertTask):
         return self.replaced_token_head(encoder_outputs["sequence_output"])
 
     def default_optimizer(self):
-        from keras_bert_suite.training.optimizers import create_optimizer
-
         return create_optimizer("adamw")  # pretraining's constant 1e-4
 
     def default_loss(self):

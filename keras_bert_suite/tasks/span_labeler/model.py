@@ -9,6 +9,7 @@ from keras_bert_suite.tasks.head_parts import (
     encoder_inputs, freeze_unused_pooler, head_initializer, resolve_encoder)
 from keras_bert_suite.tasks.task import BertTask
 from keras_bert_suite.text import task_inputs
+from keras_bert_suite.tasks.span_labeler.serving import answer_questions, serving_signatures
 
 # Label names in `y` -> the output each one is scored against.
 LABEL_OUTPUTS = {"start_positions": "start_logits", "end_positions": "end_logits"}
@@ -91,7 +92,6 @@ class BertSpanLabeler(BertTask):
         are `postprocessor.best_answers`'); encoder inputs: the start/end logits."""
         if not (self.preprocessor is not None and task_inputs.is_text(x)):
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
-        from keras_bert_suite.tasks.span_labeler.serving import answer_questions
 
         if not isinstance(x, (tuple, list)) or len(x) != 2:
             raise ValueError("BertSpanLabeler.predict takes raw text as a pair (questions, "
@@ -102,8 +102,6 @@ class BertSpanLabeler(BertTask):
             null_score_diff_threshold=null_score_diff_threshold)
 
     def serving_signatures(self, **answer_options):
-        from keras_bert_suite.tasks.span_labeler.serving import serving_signatures
-
         return serving_signatures(self, **answer_options)
 
     # Elsewhere: transformers' {Family}ForQuestionAnswering (start and end: 2 units).

@@ -10,6 +10,12 @@ import os
 from keras_bert_suite.tasks.span_labeler.model import BertSpanLabeler
 from keras_bert_suite.tasks.recipe_contract import RecipeError
 from keras_bert_suite.tasks.recipe_contract import TaskData, data_files, training_batching
+from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
+from keras_bert_suite.tasks.span_labeler.squad import examples_from_squad_json, read_squad_examples
+from keras_bert_suite.data import corpora
+from keras_bert_suite.tasks.span_labeler.quoref import quoref_to_squad, split_by_passage
+from keras_bert_suite.tasks.span_labeler.squad import training_dataset
+from keras_bert_suite.tasks.span_labeler.metric import score_answers, write_predictions_json
 
 MODEL = BertSpanLabeler
 QUOREF_DEV_FRACTION = 0.2  # of the passages (whole passages: no dev passage seen in training)
@@ -17,8 +23,6 @@ QUOREF_DEV_FRACTION = 0.2  # of the passages (whole passages: no dev passage see
 
 def model_preprocessor(recipe, tokenizer):
     """The windows every path uses: training, evaluation, predict and export."""
-    from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
-
     data = recipe["data"]
     return SpanLabelerPreprocessor(tokenizer, data["sequence_length"], data["doc_stride"],
                                    data["max_question_length"])
@@ -29,12 +33,7 @@ def head_arguments(model_config):
 
 
 def _read(data, log):
-    from keras_bert_suite.tasks.span_labeler.squad import examples_from_squad_json, read_squad_examples
-
     if data["dataset"] == "quoref":
-        from keras_bert_suite.data import corpora
-        from keras_bert_suite.tasks.span_labeler.quoref import quoref_to_squad, split_by_passage
-
         squad, report = quoref_to_squad(corpora.fetch_quoref())
         log(f"quoref: {report}")
         train, dev = split_by_passage(squad, QUOREF_DEV_FRACTION, seed=data["seed"])
@@ -44,8 +43,6 @@ def _read(data, log):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.tasks.span_labeler.squad import training_dataset
-
     data, training = recipe["data"], recipe["training"]
     train, evaluation = _read(data, log)
     train = train[:data["max_train_examples"]]
@@ -80,8 +77,6 @@ def answer_options(recipe):
 def evaluate(model, task_data, recipe, output_dir):
     """EM / F1 of the answers `model.predict` gives on raw (question, context) pairs: the
     text path the exported `serving_default` runs."""
-    from keras_bert_suite.tasks.span_labeler.metric import score_answers, write_predictions_json
-
     examples = task_data.evaluation
     predictions = model.predict(([e.question for e in examples], [e.context for e in examples]),
                                 batch_size=recipe["evaluation"]["batch_size"], verbose=0,

@@ -12,6 +12,8 @@ from keras_bert_suite.tasks.token_classifier.preprocessor import (
 from keras_bert_suite.text import task_inputs
 from keras_bert_suite.training.losses import IGNORE_LABEL, MaskedSparseCategoricalCrossentropy
 from keras_bert_suite.training.metrics import MaskedSparseCategoricalAccuracy
+from keras_bert_suite.tasks.classifier.serving import label_table
+from keras_bert_suite.tasks.token_classifier.serving import tag_words, serving_signatures
 
 
 def _tag(dropout_layer, head, encoder_outputs):
@@ -80,8 +82,6 @@ class BertTokenClassifier(LabelledHeadTask):
         if self.preprocessor is None or not (task_inputs.is_text(x) or
                                              as_words(x) is not None):
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
-        from keras_bert_suite.tasks.classifier.serving import label_table
-        from keras_bert_suite.tasks.token_classifier.serving import tag_words
 
         return self._predict_text(tag_words, [x], batch_size, verbose,
                                   label_names=label_table(self.label_names, self.num_classes))
@@ -90,8 +90,6 @@ class BertTokenClassifier(LabelledHeadTask):
         return _tag(self.classifier_dropout, self.classifier_head, encoder_outputs)
 
     def serving_signatures(self):
-        from keras_bert_suite.tasks.token_classifier.serving import serving_signatures
-
         return serving_signatures(self)
 
     # Elsewhere: transformers' {Family}ForTokenClassification (the head reads the sequence).

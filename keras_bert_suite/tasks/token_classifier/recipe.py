@@ -12,14 +12,17 @@ from keras_bert_suite.tasks.token_classifier.model import BertTokenClassifier
 from keras_bert_suite.tasks.recipe_contract import RecipeError
 from keras_bert_suite.tasks.recipe_contract import TaskData, data_files, training_batching
 from keras_bert_suite import storage
+from keras_bert_suite.tasks.token_classifier.preprocessor import (
+    TokenClassifierPreprocessor)
+from keras_bert_suite.tasks.token_classifier.conll import read_conll
+from keras_bert_suite.data import corpora
+from keras_bert_suite.tasks.token_classifier.conll import learn_labels, training_dataset
+from keras_bert_suite.tasks.token_classifier.metric import classification_report, entity_scores
 
 MODEL = BertTokenClassifier
 
 
 def model_preprocessor(recipe, tokenizer):
-    from keras_bert_suite.tasks.token_classifier.preprocessor import (
-        TokenClassifierPreprocessor)
-
     return TokenClassifierPreprocessor(tokenizer, recipe["data"]["sequence_length"])
 
 
@@ -28,11 +31,7 @@ def head_arguments(model_config):
 
 
 def _read(data):
-    from keras_bert_suite.tasks.token_classifier.conll import read_conll
-
     if data["dataset"] == "wnut16":
-        from keras_bert_suite.data import corpora
-
         sentences = read_conll(corpora.fetch_wnut16())
         order = list(range(len(sentences)))
         random.Random(data["seed"]).shuffle(order)
@@ -47,8 +46,6 @@ def _read(data):
 
 
 def prepare(recipe, preprocessor, log):
-    from keras_bert_suite.tasks.token_classifier.conll import learn_labels, training_dataset
-
     data, training = recipe["data"], recipe["training"]
     train, evaluation = _read(data)
     train = train[:data["max_train_examples"]]
@@ -72,8 +69,6 @@ def predicted_tags(model, sentences, batch_size):
 
 
 def evaluate(model, task_data, recipe, output_dir):
-    from keras_bert_suite.tasks.token_classifier.metric import classification_report, entity_scores
-
     sentences = task_data.evaluation
     predicted = predicted_tags(model, sentences, recipe["evaluation"]["batch_size"])
     gold = [list(s.tags) for s in sentences]
