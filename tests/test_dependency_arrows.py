@@ -30,8 +30,8 @@ ARROWS = {
     "export": {"models", "layers", "text", "names"},
     "distribution": {"models"},
     # keras_compat: the one module that touches Keras' private attributes (a leaf).
-    "models": {"presets", "checkpoints", "families", "layers", "keras_compat",
-               "checkpoint_errors"},
+    "models": {"presets", "checkpoints", "families", "layers", "encoder_config",
+               "keras_compat", "checkpoint_errors"},
     # text -> presets -> checkpoints -> families: a tokenizer's from_preset resolves the name
     # (presets) and reads its own files from the checkpoint's directory; a checkpoint writer
     # asks the tokenizer object it is handed to write its files, so checkpoints never imports
@@ -40,8 +40,10 @@ ARROWS = {
     "text": {"presets", "checkpoints", "names"},
     "presets": {"checkpoints", "families", "checkpoint_errors"},
     "checkpoints": {"families", "checkpoint_errors"},
-    "families": {"checkpoint_errors"},
+    "families": {"encoder_config", "checkpoint_errors"},
     "checkpoint_errors": set(),
+    # encoder_config: the encoder's arguments, which the encoder and the checkpoint maps read.
+    "encoder_config": set(),
     "training": {"storage", "backend_kernels", "keras_compat"},
     "layers": {"backend_kernels", "keras_compat"},
     "serving": {"names"},

@@ -1,18 +1,12 @@
 """The BertConfig JSON that Hugging Face (config.json) and Google (bert_config.json) share."""
 
 from keras_bert_suite.checkpoint_errors import UnsupportedCheckpointError
+from keras_bert_suite.encoder_config import CHECKPOINT_KEYS, FAMILY_DEFAULTS
 
-# BertEncoder's architecture arguments; what `Checkpoint.config` holds. The
-# family's (embedding_dim ... layers_per_group) keep BERT's values when a format lacks them.
-ENCODER_CONFIG_KEYS = (
-    "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
-    "max_sequence_length", "num_segments", "dropout", "layer_norm_epsilon", "initializer_range",
-    "embedding_dim", "position_offset", "activation", "pooler_activation", "num_layer_groups",
-    "layers_per_group",
-)
-BERT_FAMILY_DEFAULTS = {"embedding_dim": None, "position_offset": 0, "activation": "gelu",
-                        "pooler_activation": "tanh", "num_layer_groups": None,
-                        "layers_per_group": 1}
+# BertEncoder's architecture arguments (what `Checkpoint.config` holds), and the values of the
+# family's (embedding_dim ... layers_per_group) that a format lacking them implies: BERT's.
+ENCODER_CONFIG_KEYS = CHECKPOINT_KEYS
+BERT_FAMILY_DEFAULTS = FAMILY_DEFAULTS
 
 # The encoder's `activation` -> the `hidden_act` transformers writes for it: the exact erf
 # GELU, or its tanh approximation ("gelu_new", what ALBERT was trained with).

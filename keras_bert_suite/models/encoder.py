@@ -1,12 +1,12 @@
 """BertEncoder: the BERT backbone (embeddings, N transformer blocks, pooler), configured per
 family (RoBERTa, XLM-R, DistilBERT, ELECTRA, ALBERT: see keras_bert_suite/families/)."""
 
-import numbers
 from typing import NamedTuple
 
 import keras
 from keras import ops
 
+from keras_bert_suite.encoder_config import EncoderConfig, with_config_arguments
 from keras_bert_suite.layers import BertEmbeddings, TransformerBlock, packed_rows
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.models import lora, quantization, weight_names
@@ -23,16 +23,6 @@ class EncoderParts(NamedTuple):
     layer_blocks: list  # per layer, the indices into `blocks` it runs, in order
     pooler: keras.layers.Layer
     causal: bool = False  # a query sees no later position (left-to-right LM)
-
-
-def layer_schedule(num_layers, num_layer_groups=None, layers_per_group=1):
-    """For each of `num_layers` layers, the blocks it runs: its own block without sharing,
-    else ALBERT's group int(i / (num_layers / num_layer_groups)), whose `layers_per_group`
-    blocks run one after the other (transformers' AlbertTransformer)."""
-    if num_layer_groups is None:
-        return [[index] for index in range(num_layers)]
-    return [[int(index / (num_layers / num_layer_groups)) * layers_per_group + inner
-             for inner in range(layers_per_group)] for index in range(num_layers)]
 
 
 def _encode(parts, inputs, rows=None, training=None, before_block=None):
@@ -76,61 +66,6 @@ def _encode(parts, inputs, rows=None, training=None, before_block=None):
     return x, parts.pooler(x[:, 0, :]), hidden_states
 
 
-def _per_layer(name, sizes, num_layers):
-    """None, or `sizes` checked to be `num_layers` positive integers (one per layer)."""
-    if sizes is None:
-        return None
-    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__"):
-        raise ValueError(f"{name} must be None or a list of {num_layers} positive integers "
-                         f"(one per transformer layer), got {sizes!r}.")
-    sizes = list(sizes)
-    if len(sizes) != num_layers:
-        raise ValueError(f"{name} has {len(sizes)} entries but the encoder has {num_layers} "
-                         f"transformer blocks (num_layers, or num_layer_groups x "
-                         f"layers_per_group where layers are shared): give one size per "
-                         f"block (or None for the same size in every layer).")
-    for index, size in enumerate(sizes):
-        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
-            raise ValueError(f"{name}[{index}] is {size!r}: layer {index} needs a positive "
-                             f"integer (every layer keeps at least one head and one "
-                             f"feed-forward neuron).")
-    return [int(size) for size in sizes]
-
-
-POOLER_ACTIVATIONS = ("tanh", "gelu", "relu")
-
-
-def _check_family_arguments(num_layers, num_segments, embedding_dim, position_offset,
-                            pooler_activation, num_layer_groups, layers_per_group):
-    def positive(value):
-        return not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= 1
-
-    if isinstance(num_layers, bool) or not isinstance(num_layers, numbers.Integral) \
-            or num_layers < 0:
-        raise ValueError(f"num_layers must be a non-negative integer, got {num_layers!r}.")
-    if isinstance(num_segments, bool) or not isinstance(num_segments, numbers.Integral) \
-            or num_segments < 0:
-        raise ValueError(f"num_segments must be 0 (no segment embeddings, DistilBERT) or "
-                         f"more, got {num_segments!r}.")
-    if embedding_dim is not None and not positive(embedding_dim):
-        raise ValueError(f"embedding_dim must be None (embeddings as wide as hidden_dim) or a "
-                         f"positive integer (ALBERT: 128), got {embedding_dim!r}.")
-    if isinstance(position_offset, bool) or not isinstance(position_offset, numbers.Integral) \
-            or position_offset < 0:
-        raise ValueError(f"position_offset must be 0 (BERT) or a positive integer (RoBERTa: "
-                         f"2, its pad id + 1), got {position_offset!r}.")
-    if pooler_activation not in POOLER_ACTIVATIONS:
-        raise ValueError(f"pooler_activation must be one of {POOLER_ACTIVATIONS}, got "
-                         f"{pooler_activation!r}.")
-    if num_layer_groups is not None and not (
-            positive(num_layer_groups) and num_layer_groups <= num_layers):
-        raise ValueError(f"num_layer_groups must be None (no shared layers) or between 1 and "
-                         f"num_layers={num_layers} (ALBERT: 1), got {num_layer_groups!r}.")
-    if not positive(layers_per_group) or (num_layer_groups is None and layers_per_group != 1):
-        raise ValueError(f"layers_per_group must be a positive integer, and 1 unless "
-                         f"num_layer_groups is set; got {layers_per_group!r}.")
-
-
 def _check_model_parallel_split(heads, widths):
     """Under a keras.distribution.ModelParallel whose layout map splits the attention heads
     or the feed-forward width (`BertEncoder.get_layout_map`), every layer's count must be a
@@ -160,6 +95,7 @@ def _check_model_parallel_split(heads, widths):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
+@with_config_arguments
 class BertEncoder(quantization.QuantizableModel, keras.Model):
     """The BERT encoder as a functional Keras model, and its family's as configurations.
 
@@ -222,74 +158,43 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
     # class (which would put the transforms under the encoder they transform).
     is_bert_encoder = True
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        max_sequence_length=512,
-        num_segments=2,
-        dropout=0.1,
-        layer_norm_epsilon=1e-12,  # the released BERT checkpoints were trained with 1e-12
-        initializer_range=0.02,
-        return_hidden_states=False,
-        lora_rank=None,
-        lora_alpha=None,
-        dtype=None,
-        layer_num_heads=None,
-        layer_intermediate_dims=None,
-        embedding_dim=None,
-        position_offset=0,
-        activation="gelu",
-        pooler_activation="tanh",
-        num_layer_groups=None,
-        layers_per_group=1,
-        causal=False,
-        **kwargs,
-    ):
-        _check_family_arguments(num_layers, num_segments, embedding_dim, position_offset,
-                                pooler_activation, num_layer_groups, layers_per_group)
-        schedule = layer_schedule(num_layers, num_layer_groups, layers_per_group)
-        num_blocks = num_layers if num_layer_groups is None else num_layer_groups * layers_per_group
-        layer_num_heads = _per_layer("layer_num_heads", layer_num_heads, num_blocks)
-        layer_intermediate_dims = _per_layer(
-            "layer_intermediate_dims", layer_intermediate_dims, num_blocks)
-        heads = layer_num_heads or [num_heads] * num_blocks
-        widths = layer_intermediate_dims or [intermediate_dim] * num_blocks
-        if hidden_dim % num_heads:
-            raise ValueError(
-                f"hidden_dim ({hidden_dim}) must be divisible by num_heads ({num_heads}).")
-        head_dim = hidden_dim // num_heads
+    def __init__(self, *args, **kwargs):
+        # The arguments are EncoderConfig's fields (the signature below is made from them);
+        # the rest of kwargs (name, trainable) go to keras.Model.
+        config, kwargs = EncoderConfig.from_arguments(args, kwargs)
+        heads, widths = config.block_num_heads, config.block_intermediate_dims
         _check_model_parallel_split(heads, widths)
-        policy = keras.dtype_policies.get(dtype) if dtype is not None else None
-        initializer = BertInitializer(stddev=initializer_range)
+        policy = keras.dtype_policies.get(config.dtype) if config.dtype is not None else None
+        hidden_dim = config.hidden_dim
+        initializer = BertInitializer(stddev=config.initializer_range)
         embeddings = BertEmbeddings(
-            vocabulary_size, max_sequence_length, num_segments, embedding_dim or hidden_dim,
-            dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range, position_offset=position_offset,
-            dtype=policy, name="embeddings")
+            config.vocabulary_size, config.max_sequence_length, config.num_segments,
+            config.embedding_dim or hidden_dim, dropout=config.dropout,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            initializer_range=config.initializer_range,
+            position_offset=config.position_offset, dtype=policy, name="embeddings")
         projection = None
-        if embedding_dim is not None:  # ALBERT / ELECTRA: narrower embeddings, then E -> H
+        if config.embedding_dim is not None:  # ALBERT / ELECTRA: narrower embeddings, then E -> H
             projection = keras.layers.Dense(
                 hidden_dim, kernel_initializer=initializer, dtype=policy,
                 name="embedding_projection")
         blocks = [
             TransformerBlock(
-                heads[i], hidden_dim, widths[i], dropout=dropout,
-                layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
+                heads[i], hidden_dim, widths[i], dropout=config.dropout,
+                layer_norm_epsilon=config.layer_norm_epsilon,
+                initializer_range=config.initializer_range,
                 # the unpruned head size (None keeps an unpruned block's config as it was)
-                head_dim=None if heads[i] == num_heads else head_dim,
-                activation=activation, dtype=policy, name=f"transformer_layer_{i}")
-            for i in range(num_blocks)
+                head_dim=None if heads[i] == config.num_heads else config.head_dim,
+                activation=config.activation, dtype=policy, name=f"transformer_layer_{i}")
+            for i in range(config.num_blocks)
         ]
         # The pooler is also where a family's classification head starts: RoBERTa's and
         # ELECTRA's dense + tanh / GELU on <s>, DistilBERT's pre_classifier + ReLU.
         pooler = keras.layers.Dense(
-            hidden_dim, activation=pooler_activation, kernel_initializer=initializer,
+            hidden_dim, activation=config.pooler_activation, kernel_initializer=initializer,
             dtype=policy, name="pooler")
-        parts = EncoderParts(embeddings, projection, blocks, schedule, pooler, bool(causal))
+        schedule = config.layer_schedule
+        parts = EncoderParts(embeddings, projection, blocks, schedule, pooler, config.causal)
 
         # === Functional graph ===
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
@@ -299,7 +204,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
                   "padding_mask": padding_mask}
         x, pooled, hidden_states = _encode(parts, inputs)
         outputs = {"sequence_output": x, "pooled_output": pooled}
-        if return_hidden_states:
+        if config.return_hidden_states:
             outputs["hidden_states"] = ops.stack(hidden_states, axis=1)  # [B, L + 1, T, H]
         super().__init__(
             inputs=inputs,
@@ -313,29 +218,15 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         self.transformer_layers = blocks
         self.pooler = pooler
         self.layer_blocks = schedule
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.max_sequence_length = max_sequence_length
-        self.num_segments = num_segments
-        self.dropout = dropout
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        self.return_hidden_states = return_hidden_states
-        self.layer_num_heads = layer_num_heads
-        self.layer_intermediate_dims = layer_intermediate_dims
-        self.embedding_dim = embedding_dim
-        self.position_offset = position_offset
-        self.activation = activation
-        self.pooler_activation = pooler_activation
-        self.num_layer_groups = num_layer_groups
-        self.layers_per_group = layers_per_group
-        self.causal = bool(causal)
-        self.lora_rank = self.lora_alpha = None
-        if lora_rank is not None:
-            self.enable_lora(lora_rank, lora_alpha)
+        # LoRA is enabled below (it checks the built layers), and recorded then.
+        self._encoder_config = config.replace(lora_rank=None, lora_alpha=None)
+        if config.lora_rank is not None:
+            self.enable_lora(config.lora_rank, config.lora_alpha)
+
+    @property
+    def config(self):
+        """The `EncoderConfig` this encoder was built with (its arguments)."""
+        return self._encoder_config
 
     @property
     def parts(self):
@@ -438,28 +329,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
             "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.layer_dtype_policy),
-            "vocabulary_size": self.vocabulary_size,
-            "num_layers": self.num_layers,
-            "num_heads": self.num_heads,
-            "hidden_dim": self.hidden_dim,
-            "intermediate_dim": self.intermediate_dim,
-            "max_sequence_length": self.max_sequence_length,
-            "num_segments": self.num_segments,
-            "dropout": self.dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "initializer_range": self.initializer_range,
-            "return_hidden_states": self.return_hidden_states,
-            "lora_rank": self.lora_rank,
-            "lora_alpha": self.lora_alpha,
-            "layer_num_heads": self.layer_num_heads,
-            "layer_intermediate_dims": self.layer_intermediate_dims,
-            "embedding_dim": self.embedding_dim,
-            "position_offset": self.position_offset,
-            "activation": self.activation,
-            "pooler_activation": self.pooler_activation,
-            "num_layer_groups": self.num_layer_groups,
-            "layers_per_group": self.layers_per_group,
-            "causal": self.causal,
+            **{name: value for name, value in self.config.to_dict().items() if name != "dtype"},
             **quantization.record(self),
         }
 
@@ -501,8 +371,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         294912
         """
         lora.enable(self, rank, alpha)
-        self.lora_rank = rank
-        self.lora_alpha = alpha
+        self._encoder_config = self.config.replace(lora_rank=rank, lora_alpha=alpha)
 
     def has_lora_adapters(self):
         """The hook `quantize` asks (models/quantization.py): int8 cannot hold adapters."""

@@ -9,7 +9,6 @@ each of its weights, so `BertEncoder.weight_map()` has exactly the table's names
 import numpy as np
 
 from keras_bert_suite.checkpoints import weight_table
-from keras_bert_suite.families.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.layers.float_weights import float_embeddings, float_kernel
 # One error class for "weights do not fit", whether a reader or the model notices it.
 from keras_bert_suite.checkpoint_errors import CheckpointMismatchError  # noqa: F401
@@ -46,7 +45,7 @@ def encoder_variables(encoder):
     layers = encoder.transformer_layers
     # Which weights exist follows the architecture arguments (not get_config, which also
     # walks every layer for the quantization record).
-    architecture = {key: getattr(encoder, key) for key in ENCODER_CONFIG_KEYS}
+    architecture = encoder.config.to_dict("checkpoint")
     return _variables(weight_table.encoder_weights(architecture, shapes=False),
                       lambda weight: encoder if weight.layer is None else layers[weight.layer])
 
