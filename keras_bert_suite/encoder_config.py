@@ -80,6 +80,9 @@ class EncoderConfig:
                                    "checkpoint", "family", default=1)
     causal: bool = _field("A token attends to itself and earlier tokens only (left-to-right "
                           "LM).", default=False)
+    block: str = _field(
+        "The kind of transformer block the encoder stacks (`layers/blocks/`): 'bert', the "
+        "post-LayerNorm block of BERT and its family.", default="bert")
 
     def __post_init__(self):
         _check_family_values(self)

@@ -607,7 +607,6 @@ def run_serving_form_test(encoder, inputs, rtol=1e-4, atol=1e-5):
     from keras_bert_suite.layers.serving.attention import key_bias
     from keras_bert_suite.layers.serving.dense import dense, reader
     from keras_bert_suite.layers.serving.embeddings import embeddings
-    from keras_bert_suite.layers.serving.transformer_block import transformer_block
 
     weights = {name: to_numpy(value) for name, value in encoder.weight_map().items()}
     ids = {name: tf.constant(value, tf.int32) for name, value in inputs.items()}
@@ -632,10 +631,10 @@ def run_serving_form_test(encoder, inputs, rtol=1e-4, atol=1e-5):
         for index in block_indices:
             block = encoder.transformer_layers[index]
             expected = block(x, attention_mask, training=False)
-            served = transformer_block(
-                tf.constant(flat(x)), reader(weights, f"layer_{index}/"),
-                block.attention.num_heads, block.attention.head_dim, block.activation,
-                block.layer_norm_epsilon, key_bias(ids["padding_mask"]), batch, length)
+            read = reader(weights, f"layer_{index}/")
+            form = encoder.block_kind.serving_form(encoder.config, read)
+            served = form(tf.constant(flat(x)), read, key_bias(ids["padding_mask"]), batch,
+                          length)
             _compare(served.numpy(), flat(expected), rtol, atol,
                      f"layer {layer} (block {index})")
             x = expected

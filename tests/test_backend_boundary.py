@@ -8,11 +8,11 @@ import pathlib
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "keras_bert_suite"
 BACKENDS = {"tensorflow", "jax", "jaxlib", "torch"}
-# Modelling code: layers (not their serving forms, layers/serving/: TensorFlow graph code for
-# SavedModels by design), the encoder, the task models and their base classes, the
+# Modelling code: layers and block kinds (not the serving forms, layers/serving/: TensorFlow
+# graph code for SavedModels by design), the encoder, the task models and their base classes, the
 # training package (losses, metrics, optimizers, schedules, callbacks), distillation's
 # model and losses, pruning, the model transforms, and the family records.
-MODELLING = ("layers/*.py", "models/**/*.py", "transforms/**/*.py", "training/**/*.py",
+MODELLING = ("layers/*.py", "layers/blocks/**/*.py", "models/**/*.py", "transforms/**/*.py", "training/**/*.py",
              "tasks/task.py", "tasks/model_base.py", "tasks/*/model.py",
              "distillation/distiller.py", "distillation/losses.py",
              "distillation/internals.py", "distillation/student_init.py", "pruning/**/*.py",

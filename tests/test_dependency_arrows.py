@@ -21,13 +21,13 @@ ARROWS = {
                       "storage", "task_registry"},
     "distillation": {"transforms", "tasks", "models", "text", "training", "names"},
     "pruning": {"transforms", "models", "text", "names"},
-    # transforms: above models and tasks (neither imports it, but for FORWARDERS), yet it
+    # transforms: above models and tasks (neither imports it), yet it
     # imports neither: it reaches encoders and tasks through what they define
     # (is_bert_encoder, encoder, configs, weight_map), so no circle can close through it.
     "transforms": set(),
     "tasks": {"export", "models", "layers", "presets", "checkpoints", "text", "data",
               "training", "storage", "names", "task_registry"},
-    "export": {"models", "layers", "text", "names"},
+    "export": {"transforms", "models", "layers", "text", "names"},
     "distribution": {"models"},
     # keras_compat: the one module that touches Keras' private attributes (a leaf).
     "models": {"presets", "checkpoints", "families", "layers", "encoder_config",
@@ -39,7 +39,9 @@ ARROWS = {
     # module tree and presets) imports no checkpoint reader.
     "text": {"presets", "checkpoints", "names"},
     "presets": {"checkpoints", "families", "checkpoint_errors"},
-    "checkpoints": {"families", "checkpoint_errors"},
+    # checkpoints -> layers: the weight table's transformer-layer rows are the block kinds'
+    # (layers/blocks/).
+    "checkpoints": {"families", "layers", "checkpoint_errors"},
     "families": {"encoder_config", "checkpoint_errors"},
     "checkpoint_errors": set(),
     # encoder_config: the encoder's arguments, which the encoder and the checkpoint maps read.
@@ -49,8 +51,8 @@ ARROWS = {
     "serving": {"names"},
 }
 # Old import paths forwarded to the part that now holds the code, file by file, until nothing
-# imports them there (export/ imports models.lora.without_lora and models.find_encoder).
-FORWARDERS = {"models/lora.py": {"transforms"}, "models/find_encoder.py": {"transforms"}}
+# imports them there (none left).
+FORWARDERS = {}
 
 
 def _part(path):

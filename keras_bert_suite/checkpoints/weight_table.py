@@ -33,6 +33,10 @@ layout can give each device whole heads (`BertEncoder.get_layout_map`). Files wr
 it stored that [H, 3H] array and load reshaped: preset directories of format_version 1
 (`preset_dir.load`), `.keras` and `.weights.h5` files (the attention layer's qkv projection).
 
+A transformer layer's rows are its block kind's (`BlockKind.weights`, `layers/blocks/`: the
+`layer_{i}/...` rows above are BERT's block, `layers/blocks/bert/`); the encoder's config
+names the kind (`block`, default "bert").
+
 A name is a *template* (`attention/qkv/kernel`) placed under `layer_{i}/` for each transformer
 layer, or used as it is for the embeddings, the pooler and the heads. A template's *module* is
 the template less its last part when that part is a variable (`kernel`, `bias`, `gamma`,
@@ -42,6 +46,8 @@ templates to their own names, and iterate this table, so they produce exactly th
 
 from typing import NamedTuple, Optional
 
+from keras_bert_suite.layers.blocks import BLOCK_KINDS, block_kind
+
 EMBEDDING_WEIGHTS = {
     "embeddings/token_embedding": ("V", "E"),
     "embeddings/segment_embedding": ("S", "E"),
@@ -50,21 +56,6 @@ EMBEDDING_WEIGHTS = {
     "embeddings/layer_norm/beta": ("E",),
     "embeddings/projection/kernel": ("E", "H"),
     "embeddings/projection/bias": ("H",),
-}
-# The weights of one transformer layer; each is named `layer_{i}/<template>`.
-LAYER_WEIGHTS = {
-    "attention/qkv/kernel": ("H", 3, "N", "Dh"),
-    "attention/qkv/bias": (3, "N", "Dh"),
-    "attention/output/kernel": ("H", "H"),
-    "attention/output/bias": ("H",),
-    "attention_layer_norm/gamma": ("H",),
-    "attention_layer_norm/beta": ("H",),
-    "intermediate/kernel": ("H", "I"),
-    "intermediate/bias": ("I",),
-    "output/kernel": ("I", "H"),
-    "output/bias": ("H",),
-    "output_layer_norm/gamma": ("H",),
-    "output_layer_norm/beta": ("H",),
 }
 POOLER_WEIGHTS = {
     "pooler/kernel": ("H", "H"),
@@ -111,9 +102,17 @@ def split_template(template):
     return (module, variable) if variable in VARIABLES else (template, None)
 
 
+def layer_weights(config):
+    """{template: shape symbols} of one transformer layer of an encoder of `config`: its block
+    kind's rows, each named `layer_{i}/<template>`."""
+    return block_kind(config.get("block", "bert")).weights
+
+
 def templates():
-    """Every template of the table, encoder and heads, in table order."""
-    return [*EMBEDDING_WEIGHTS, *LAYER_WEIGHTS, *POOLER_WEIGHTS,
+    """Every template of the table (every block kind's), encoder and heads, in table order."""
+    block_templates = dict.fromkeys(template for kind in BLOCK_KINDS.values()
+                                    for template in kind.weights)
+    return [*EMBEDDING_WEIGHTS, *block_templates, *POOLER_WEIGHTS,
             *(template for head in HEAD_WEIGHTS.values() for template in head)]
 
 
@@ -154,7 +153,7 @@ def encoder_weights(config, shapes=True):
                for name, symbols in EMBEDDING_WEIGHTS.items() if _has(name, config)]
     for index in range(num_blocks(config)):
         weights += [_weight(layer_weight_name(index, template), template, index, symbols, sizes)
-                    for template, symbols in LAYER_WEIGHTS.items()]
+                    for template, symbols in layer_weights(config).items()]
     weights += [_weight(name, name, None, symbols, sizes)
                 for name, symbols in POOLER_WEIGHTS.items()]
     return weights

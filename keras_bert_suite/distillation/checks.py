@@ -108,5 +108,4 @@ def relation_heads(teacher, student, num_relation_heads, relations, layers):
 
 def _attention_width(encoder, layer):
     """Heads x head size of a layer's query/key/value (a pruned layer has fewer heads)."""
-    qkv = encoder.block_at(layer - 1).attention.qkv
-    return qkv.kernel.shape[2] * qkv.kernel.shape[3]
+    return encoder.block_at(layer - 1).attention_width

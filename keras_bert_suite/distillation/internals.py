@@ -1,8 +1,6 @@
 """What distillation reads inside a task model: every layer's hidden state, and one layer's
 queries, keys and values, from one forward pass (keras.ops only)."""
 
-from keras import ops
-
 from keras_bert_suite.names import ENCODER_INPUTS
 
 
@@ -20,10 +18,6 @@ def run_with_hidden_states(task, inputs, training=None):
 
 def queries_keys_values(encoder, layer, hidden_states):
     """{"q", "k", "v"}: transformer layer `layer`'s (1-based) projections of its input,
-    heads concatenated -> [B, T, N * Dh] each (the fused qkv kernel computes all three)."""
-    block = encoder.block_at(layer - 1)
-    qkv = block.attention.qkv(hidden_states[layer - 1])  # [B, T, 3, N, Dh]
-    batch, length = ops.shape(qkv)[0], ops.shape(qkv)[1]
-    width = qkv.shape[3] * qkv.shape[4]
-    parts = ops.split(ops.reshape(qkv, (batch, length, 3, width)), 3, axis=2)
-    return {name: ops.squeeze(part, axis=2) for name, part in zip("qkv", parts)}
+    heads concatenated -> [B, T, N * Dh] each (the block computes them: its kind's
+    `queries_keys_values`)."""
+    return encoder.block_at(layer - 1).queries_keys_values(hidden_states[layer - 1])

@@ -8,7 +8,7 @@ import keras
 
 from keras_bert_suite.export import cpu_features, versions
 from keras_bert_suite.export.serving_encoder import check_precision
-from keras_bert_suite.models.lora import without_lora
+from keras_bert_suite.transforms import without_lora
 
 logger = logging.getLogger(__name__)
 

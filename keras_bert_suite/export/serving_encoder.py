@@ -1,11 +1,13 @@
 """ServingEncoder: a BertEncoder's function as a lean TensorFlow graph, for exported models.
 
-It composes the serving forms of the encoder's layers (`keras_bert_suite/layers/serving/`:
-embeddings, the embedding projection, each transformer block as the encoder schedules it, the
-pooler), which compute the Keras layers' functions in the graph forms TensorFlow's CPU runtime
+It runs the encoder's forward pass (`models/schedule.py`, the Keras encoder's too) over the
+serving forms of the encoder's layers (`keras_bert_suite/layers/serving/`: embeddings, the
+embedding projection, the pooler; each block's from its block kind,
+`BlockKind.serving_form`), which compute the Keras layers' functions in the graph forms TensorFlow's CPU runtime
 runs best, in float32 or with bf16 / int8 matmul kernels (docs/export.md, "The serving graph
 and its precision"; docs/design.md, "Serving graph"). This module adds only what an export
-decides: which kernels get which precision, and int8_vnni's smoothing and its calibration
+decides: which kernels get which precision (the block kind's `precision_overrides`), and
+int8_vnni's smoothing (of the inputs its `smoothed_inputs` names) and its calibration
 (`check_precision` refuses int8_vnni on a CPU without VNNI / AMX: `cpu_features.py`).
 
 It reads the weights by their canonical names (`BertEncoder.weight_map()`), so pruned encoders
@@ -24,7 +26,8 @@ from keras_bert_suite.layers.serving.dense import dense, reader
 from keras_bert_suite.layers.serving.embeddings import embeddings
 from keras_bert_suite.layers.serving.int8_matmul import (
     int8_copy, layer_norm_range, smoothing_factors)
-from keras_bert_suite.layers.serving.transformer_block import transformer_block
+from keras_bert_suite.layers.blocks import BLOCK_INPUT
+from keras_bert_suite.models import schedule
 from keras_bert_suite.names import ENCODER_INPUTS, SERVING_PRECISIONS
 
 
@@ -63,14 +66,14 @@ class ServingEncoder:
         if calibration_inputs is not None and precision != "int8_vnni":
             raise ValueError(f"Calibration is for precision='int8_vnni', not {precision!r}.")
         self.weights = encoder.weight_map()
-        # (heads, head width) per block, from the [H, 3, N, Dh] qkv kernels: pruned encoders
-        # differ from block to block.
-        self.head_shapes = [tuple(self.weights[f"layer_{index}/attention/qkv/kernel"].shape[2:])
+        self.kind = encoder.block_kind
+        # Each block's serving form, made from the float weights (pruned encoders' blocks
+        # differ in shape).
+        self.block_forms = [self.kind.serving_form(encoder.config, self._float_weights(index))
                             for index in range(len(encoder.transformer_layers))]
         self.layer_blocks = encoder.layer_blocks
         self.hidden_dim = encoder.hidden_dim
         self.position_offset = encoder.position_offset
-        self.activation = encoder.activation
         self.pooler_activation = POOLER[encoder.pooler_activation]
         self.epsilon = float(encoder.layer_norm_epsilon)
         self.return_hidden_states = encoder.return_hidden_states
@@ -78,43 +81,35 @@ class ServingEncoder:
         self._observed = None  # {matmul kernel name: max |input| per channel} while calibrating
         smoothing = self._smoothing(calibration_inputs) if precision == "int8_vnni" else {}
         if precision != "float32":  # the matmul kernels as bf16 / int8 copies, made once
-            self.weights = {name: _kernel_copy(name, value, precision, smoothing.get(name))
+            self.weights = {name: _kernel_copy(name, value, precision, self.kind,
+                                               smoothing.get(name))
                             for name, value in self.weights.items()}
 
     def __call__(self, inputs):
-        token_ids, segment_ids, padding_mask = (tf.cast(inputs[name], tf.int32)
-                                                for name in ENCODER_INPUTS)
-        shape = tf.shape(token_ids)
+        inputs = {name: tf.cast(inputs[name], tf.int32) for name in ENCODER_INPUTS}
+        shape = tf.shape(inputs["token_ids"])
         batch, length = shape[0], shape[1]
-        x = embeddings(reader(self.weights, "embeddings/"), token_ids, segment_ids, padding_mask,
-                       "embeddings/segment_embedding" in self.weights, self.position_offset,
-                       self.epsilon)  # [B T, E]
-        if "embeddings/projection/kernel" in self.weights:
-            x = dense(x, reader(self.weights, "embeddings/projection/"))  # [B T, H]
-        bias = attention_bias(padding_mask, self.causal)
-        hidden_states = [x]
-        for block_indices in self.layer_blocks:
-            for index in block_indices:
-                x = self._block(index, x, bias, batch, length)
-                hidden_states.append(x)
-        sequence_output = tf.reshape(x, [batch, length, self.hidden_dim])
-        pooled = self.pooler_activation(dense(sequence_output[:, 0], reader(self.weights,
-                                                                            "pooler/")))
-        outputs = {"sequence_output": sequence_output, "pooled_output": pooled}
+        x, pooled, hidden_states = schedule.encode(_ServingStages(self, batch, length), inputs)
+        outputs = {"sequence_output": tf.reshape(x, [batch, length, self.hidden_dim]),
+                   "pooled_output": pooled}
         if self.return_hidden_states:
             outputs["hidden_states"] = tf.stack(
                 [tf.reshape(h, [batch, length, self.hidden_dim]) for h in hidden_states], axis=1)
         return outputs
 
+    def _float_weights(self, index):
+        """read(template) -> block `index`'s weight as the encoder holds it."""
+        weights = self.weights
+        return lambda template: weights[f"layer_{index}/{template}"]
+
     def _block(self, index, x, bias, batch, length):
         prefix = f"layer_{index}/"
-        num_heads, head_dim = self.head_shapes[index]
         observe = None
         if self._observed is not None:
             def observe(name, inputs):
                 self._observe(prefix + name, inputs)
-        return transformer_block(x, reader(self.weights, prefix), num_heads, head_dim,
-                                 self.activation, self.epsilon, bias, batch, length, observe)
+        return self.block_forms[index](x, reader(self.weights, prefix), bias, batch, length,
+                                       observe)
 
     def _smoothing(self, calibration_inputs):
         """{kernel name: per-input-channel factors} for the int8 matmuls fed by a LayerNorm."""
@@ -128,21 +123,25 @@ class ServingEncoder:
                 for name in self._smoothed_matmuls()}
 
     def _smoothed_matmuls(self):
-        """{kernel name: the LayerNorm whose output it multiplies}, for the kernels fed by
-        one LayerNorm: not a block whose input is the embedding projection's output, nor one
-        that ALBERT runs on several blocks' outputs."""
-        feeders = {}  # block -> the LayerNorms whose outputs its query/key/value multiply
+        """{kernel name: the LayerNorm whose output it multiplies}, for the kernels the block
+        kind smooths (`BlockKind.smoothed_inputs`) that one LayerNorm feeds: a kernel on the
+        block's input only when that input is one LayerNorm's output (not the embedding
+        projection's, nor, with ALBERT's shared blocks, several blocks' outputs)."""
+        feeders = {}  # block -> the LayerNorms whose outputs are its input
         previous = "embeddings/layer_norm"
         if "embeddings/projection/kernel" in self.weights:
             previous = None
+        output_norm = self.kind.output_norm
         for index in (index for indices in self.layer_blocks for index in indices):
             feeders.setdefault(index, set()).add(previous)
-            previous = f"layer_{index}/output_layer_norm"
+            previous = f"layer_{index}/{output_norm}" if output_norm else None
         names = {}
-        for index in range(len(self.head_shapes)):
-            if len(feeders.get(index, ())) == 1 and None not in feeders[index]:
-                names[f"layer_{index}/attention/qkv/kernel"] = next(iter(feeders[index]))
-            names[f"layer_{index}/intermediate/kernel"] = f"layer_{index}/attention_layer_norm"
+        for index in range(len(self.block_forms)):
+            for template, norm in self.kind.smoothed_inputs.items():
+                if norm != BLOCK_INPUT:
+                    names[f"layer_{index}/{template}"] = f"layer_{index}/{norm}"
+                elif len(feeders.get(index, ())) == 1 and None not in feeders[index]:
+                    names[f"layer_{index}/{template}"] = next(iter(feeders[index]))
         return names
 
     def _input_ranges(self, calibration_inputs, batch_size=32):
@@ -165,25 +164,51 @@ class ServingEncoder:
             self._observed[name] = np.maximum(self._observed.get(name, 0.0), largest)
 
 
-def _kernel_copy(name, value, precision, smoothing=None):
-    """The weight `name` as the export stores it in `precision`. int8 stores every encoder
+class _ServingStages:
+    """The serving forms of a ServingEncoder's layers as `schedule.encode` runs them, on 2-D
+    activations [B T, H]."""
+
+    def __init__(self, encoder, batch, length):
+        self.encoder, self.batch, self.length = encoder, batch, length
+        self.layer_blocks = encoder.layer_blocks
+
+    def embed(self, inputs):
+        weights = self.encoder.weights
+        x = embeddings(reader(weights, "embeddings/"), inputs["token_ids"], inputs["segment_ids"],
+                       inputs["padding_mask"], "embeddings/segment_embedding" in weights,
+                       self.encoder.position_offset, self.encoder.epsilon)  # [B T, E]
+        if "embeddings/projection/kernel" in weights:
+            x = dense(x, reader(weights, "embeddings/projection/"))  # [B T, H]
+        return x
+
+    def attention_mask(self, inputs):
+        return attention_bias(inputs["padding_mask"], self.encoder.causal)
+
+    def block(self, index, x, bias, rows):
+        return self.encoder._block(index, x, bias, self.batch, self.length)
+
+    def pool(self, x):
+        first = tf.reshape(x, [self.batch, self.length, self.encoder.hidden_dim])[:, 0]
+        return self.encoder.pooler_activation(dense(first, reader(self.encoder.weights,
+                                                                  "pooler/")))
+
+
+def _kernel_copy(name, value, precision, kind, smoothing=None):
+    """The weight `name` as the export stores it in `precision`. int8 stores every block
     matmul kernel in int8 (computed in float32: worst MiniLM sentence-embedding cosine to
     float32 on 256 held-out reviews 0.9990; 0.9995 with the FFN output in bf16, which would
-    want bf16 hardware). int8_vnni quantizes every one but the FFN output's, which multiplies
-    bf16: its inputs (GELU activations) span the widest uint8 range: 0.994 with it in int8,
-    0.998 in bf16 (both calibrated; docs/export.md). The pooler stays
+    want bf16 hardware). int8_vnni quantizes every one but those the block kind keeps in
+    another precision (`BlockKind.precision_overrides`; docs/export.md). The pooler stays
     float32, and so does ALBERT's / ELECTRA's embedding projection: its error reaches every
     layer (bf16: 3e-3 relative on the sequence output of a random 3-layer ELECTRA against
     8e-5 for BERT's), for E x H of the FLOPs (1/36 of one of ALBERT-base's layers)."""
     if not name.endswith("kernel") or name.startswith(("pooler", "embeddings/")):
         return value
-    if precision == "bfloat16" or (precision == "int8_vnni" and _is_ffn_output(name)):
+    template = name.split("/", 1)[1]  # "layer_3/output/kernel" -> "output/kernel"
+    precision = kind.precision_overrides.get(template, {}).get(precision, precision)
+    if precision == "bfloat16":
         return _bfloat16_copy(value)
     return int8_copy(value, vnni=precision == "int8_vnni", smoothing=smoothing)
-
-
-def _is_ffn_output(name):
-    return name.endswith("/output/kernel") and not name.endswith("attention/output/kernel")
 
 
 def _bfloat16_copy(variable):

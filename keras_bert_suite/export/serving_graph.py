@@ -7,6 +7,7 @@ import threading
 import numpy as np
 
 from keras_bert_suite.export.serving_encoder import ServingEncoder, check_precision
+from keras_bert_suite.transforms import find_encoder
 
 _export = threading.local()  # the precision and ServingEncoders of the export being written
 
@@ -48,8 +49,6 @@ def model_call(model):
     """inputs -> model(inputs, training=False), with the BertEncoder inside (or the model
     itself, if it is one) computed by its ServingEncoder: a task runs its head layers on the
     serving encoder's outputs (`BertTask.call_with_encoder`)."""
-    from keras_bert_suite.models.find_encoder import find_encoder
-
     encoder = find_encoder(model)
     if encoder is model:
         return _serving_encoder(model)

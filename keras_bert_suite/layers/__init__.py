@@ -2,7 +2,7 @@ from keras_bert_suite.layers.attention import BertSelfAttention
 from keras_bert_suite.layers.dropout import BertDropout
 from keras_bert_suite.layers.embeddings import BertEmbeddings
 from keras_bert_suite.layers.initializer import BertInitializer
-from keras_bert_suite.layers.transformer_block import TransformerBlock
+from keras_bert_suite.layers.blocks.bert.layer import TransformerBlock
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.layers.choice_folding import FoldChoices
 from keras_bert_suite.layers.scalar_mix import ScalarMix

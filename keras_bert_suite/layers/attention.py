@@ -1,4 +1,8 @@
-"""Multi-head self-attention with one fused query/key/value projection."""
+"""Multi-head self-attention with one fused query/key/value projection, and attention's math
+over an ops module (`attend`, `padding_bias`): keras.ops here, TensorFlow's in
+the serving graph (`layers/serving/attention.py`)."""
+
+import math
 
 import keras
 from keras import ops
@@ -97,14 +101,16 @@ class BertSelfAttention(keras.layers.Layer):
         return query, key, value
 
     def _attend_with_dropout(self, query, key, value, attention_mask, training):
-        scores = ops.einsum("btnh,bsnh->bnts", query, key)  # [B, N, T, S]
-        # Softmax in float32 so that masked positions and bf16/fp16 policies stay exact enough.
-        scores = ops.cast(scores, "float32") * (1.0 / self.head_dim**0.5)
-        if attention_mask is not None:
-            scores = ops.where(attention_mask, scores, -1e9)
-        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
-        probs = self.probs_dropout(probs, training=training)
-        return ops.einsum("bnts,bsnh->btnh", probs, value)  # [B, T, N, Dh]
+        def masked(scores):
+            return scores if attention_mask is None else ops.where(attention_mask, scores, -1e9)
+
+        def heads_first(x):  # [B, T, N, Dh] <-> [B, N, T, Dh]
+            return ops.transpose(x, (0, 2, 1, 3))
+
+        context = attend(heads_first(query), heads_first(key), heads_first(value), masked, ops,
+                         self.compute_dtype,
+                         dropout=lambda probs: self.probs_dropout(probs, training=training))
+        return heads_first(context)  # [B, T, N, Dh]
 
     def compute_output_shape(self, x_shape, attention_mask_shape=None, queries_shape=None):
         return tuple(queries_shape if queries_shape is not None else x_shape)
@@ -124,3 +130,27 @@ class BertSelfAttention(keras.layers.Layer):
     def _default_head_dim(self):
         return not self.hidden_dim % self.num_heads and (
             self.head_dim == self.hidden_dim // self.num_heads)
+
+
+# === Attention's math, over an ops module ===
+
+def attend(query, key, value, masked, ops=ops, dtype="float32", dropout=None):
+    """Scaled dot-product attention ("Attention is all you need", 3.2.1): query [B, N, Q, Dh],
+    key and value [B, N, T, Dh] -> the context [B, N, Q, Dh] (heads first: both products are
+    batched matmuls without a transpose).
+
+    masked(scores [B, N, Q, T]) -> the scores with the keys a query may not see at -1e9 (or
+    -1e9 added): exp then underflows to exactly 0. The softmax runs in float32, so that masked
+    positions and bf16/fp16 policies stay exact enough; `dtype` is the probabilities' after
+    it; `dropout(probabilities)` while training."""
+    scores = ops.einsum("bnqd,bntd->bnqt", query, key)  # [B, N, Q, T]
+    scores = masked(ops.cast(scores, "float32") * (1.0 / math.sqrt(query.shape[-1])))
+    probs = ops.cast(ops.softmax(scores, axis=-1), dtype)
+    if dropout is not None:
+        probs = dropout(probs)
+    return ops.einsum("bnqt,bntd->bnqd", probs, value)  # [B, N, Q, Dh]
+
+
+def padding_bias(padding_mask, ops=ops):
+    """[B, T] 0/1 padding mask -> [B, 1, 1, T]: -1e9 on padded keys, to add to the scores."""
+    return (1.0 - ops.cast(padding_mask, "float32"))[:, None, None, :] * -1e9

@@ -76,11 +76,19 @@ class BertEmbeddings(keras.layers.Layer):
         self.built = True
 
     def call(self, token_ids, segment_ids, padding_mask=None, training=None):
-        x = self.token_embedding(token_ids)
-        if self.segment_embedding is not None:
-            x = x + self.segment_embedding(segment_ids)
-        x = x + self._positions(token_ids, padding_mask)  # [B, T, H]
-        return self.dropout_layer(self.layer_norm(x), training=training)
+        x = embed(self, token_ids, segment_ids, self._positions(token_ids, padding_mask))
+        return self.dropout_layer(x, training=training)
+
+    # The parts `embed` calls.
+    @property
+    def has_segments(self):
+        return self.segment_embedding is not None
+
+    def rows(self, table, ids):
+        return getattr(self, table)(ids)
+
+    def norm(self, x):
+        return self.layer_norm(x)
 
     def _positions(self, token_ids, padding_mask):
         """[1, T, H] rows 0..T-1 of the table without a padding mask, else [B, T, H] rows
@@ -97,9 +105,8 @@ class BertEmbeddings(keras.layers.Layer):
                             axis=0)
         else:
             real = ops.cast(ops.greater(ops.cast(padding_mask, "int32"), 0), "int32")
-            # Real token t: offset + its index within its instance; padding: offset - 1.
-            positions = (packed_rows.tokens_before_in_instance(padding_mask) + 1) * real + (
-                self.position_offset - 1)  # [B, T]
+            positions = offset_positions(packed_rows.tokens_before_in_instance(padding_mask),
+                                         real, self.position_offset)  # [B, T]
             rows = ops.take(self.position_embedding, positions, axis=0)
         return ops.cast(rows, self.compute_dtype)
 
@@ -120,3 +127,23 @@ class BertEmbeddings(keras.layers.Layer):
             position_offset=self.position_offset,
         )
         return config
+
+
+# === The embeddings' math (the serving graph's form: layers/serving/embeddings.py) ===
+
+def embed(parts, token_ids, segment_ids, position_rows):
+    """LN(token rows + segment rows + position rows), BERT section 3.2 (no segment rows
+    without a segment table: DistilBERT). `parts`: `rows(table, ids)` of "token_embedding" /
+    "segment_embedding", `has_segments`, `norm(x)` (the LayerNorm)."""
+    x = parts.rows("token_embedding", token_ids)
+    if parts.has_segments:
+        x = x + parts.rows("segment_embedding", segment_ids)
+    return parts.norm(x + position_rows)
+
+
+def offset_positions(tokens_before, real, offset):
+    """The position row of each token past `offset` (RoBERTa's, as transformers'
+    `create_position_ids_from_input_ids` numbers them): real token t of its instance reads row
+    offset + t, padding row offset - 1. `tokens_before`: [B, T] tokens of the same instance
+    before each; `real`: [B, T] 1 on real tokens, 0 on padding."""
+    return (tokens_before + 1) * real + (offset - 1)

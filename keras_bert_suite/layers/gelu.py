@@ -16,24 +16,36 @@ def exact_gelu(x):
     fused = backend_kernels.exact_gelu(x)
     if fused is not None:
         return fused
-    return erf_gelu(x, ops.erf)
+    return erf_gelu(x)
 
 
-def erf_gelu(x, erf):
-    """The exact GELU's formula with the `erf` of x's library (keras.ops here, TensorFlow's in
-    the serving graph, which runs in any Keras backend's process)."""
-    return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
+def erf_gelu(x, ops=ops):
+    """The exact GELU's formula over `ops` (keras.ops here, `layers/serving/tf_ops` in the
+    serving graph, which runs in any Keras backend's process)."""
+    return 0.5 * x * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
 
 
-def tanh_gelu(x, tanh=ops.tanh):
+def tanh_gelu(x, ops=ops):
     """0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³))): the approximation ALBERT's
-    checkpoints were trained with (transformers' "gelu_new"); `tanh` of x's library."""
-    return 0.5 * x * (1.0 + tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+    checkpoints were trained with (transformers' "gelu_new"), over `ops`."""
+    return 0.5 * x * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def tanh(x, ops=ops):
+    return ops.tanh(x)
+
+
+def relu(x, ops=ops):
+    return ops.relu(x)
 
 
 # The `activation` names of the encoder's feed-forward networks (transformers' `hidden_act`
-# "gelu" and "gelu_new" are these two).
+# "gelu" and "gelu_new" are these two): in training (exact_gelu may take a fused kernel) and
+# as formulas over an ops module (the serving graph's).
 FEED_FORWARD_ACTIVATIONS = {"gelu": exact_gelu, "gelu_approximate": tanh_gelu}
+FEED_FORWARD_FORMULAS = {"gelu": erf_gelu, "gelu_approximate": tanh_gelu}
+# The pooler's `pooler_activation` (Keras' Dense computes "gelu" as the exact one).
+POOLER_FORMULAS = {"tanh": tanh, "gelu": erf_gelu, "relu": relu}
 
 
 def feed_forward_activation(name):

@@ -7,9 +7,10 @@ import keras
 from keras import ops
 
 from keras_bert_suite.encoder_config import EncoderConfig, with_config_arguments
-from keras_bert_suite.layers import BertEmbeddings, TransformerBlock, packed_rows
+from keras_bert_suite.layers import BertEmbeddings, packed_rows
+from keras_bert_suite.layers.blocks import MODEL_AXIS, block_kind
 from keras_bert_suite.layers.gather_rows import gather_rows
-from keras_bert_suite.models import lora, quantization, weight_names
+from keras_bert_suite.models import lora, quantization, schedule, weight_names
 from keras_bert_suite.layers.initializer import BertInitializer
 
 
@@ -26,72 +27,86 @@ class EncoderParts(NamedTuple):
 
 
 def _encode(parts, inputs, rows=None, training=None, before_block=None):
-    """The encoder's forward pass: the functional graph, `encode_at` and distillation (which
-    reads the hidden states) are this call.
+    """The encoder's forward pass (`schedule.encode` over its Keras layers): the functional
+    graph, `encode_at` and distillation (which reads the hidden states) are this call.
 
-    rows: None, or [B, R] positions with [CLS] (0) first: the last block then computes only
-    those rows (see `TransformerBlock.call`).
     training: None follows the caller (Keras' call context); a bool sets it for every layer
     here and for the layers the caller runs next (Keras keeps it in the context).
-    before_block: None, or f(block index, its input [B, T, H], attention mask) called before
-        every block runs (pruning's activation statistics).
-    Returns (output [B, T or R, H], pooled [B, H], hidden states: the embedding output (after
-    the projection) and every block's output in the order they run (one per layer, but
-    `layers_per_group` per layer for ALBERT's groups, as transformers returns them), the last
-    one only at `rows` when given).
+    rows, before_block and the result: see `schedule.encode` (x [B, T, H] here, the attention
+    mask [B, 1, T, T]).
     """
-    # An explicit training=None would reset the context (dropout off): pass only a bool.
-    context = {} if training is None else {"training": training}
-    x = parts.embeddings(inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"],
-                         **context)  # [B, T, E]
-    if parts.embedding_projection is not None:
-        x = parts.embedding_projection(x)  # [B, T, H]
-    attention_mask = packed_rows.attention_mask(inputs["padding_mask"],
-                                                causal=parts.causal)  # [B, 1, T, T]
-    hidden_states = [x]
-    last = (len(parts.layer_blocks) - 1, len(parts.layer_blocks[-1]) - 1) if parts.layer_blocks \
-        else None
-    for layer, block_indices in enumerate(parts.layer_blocks):
-        for step, index in enumerate(block_indices):
-            block = parts.blocks[index]
-            if before_block is not None:
-                before_block(index, x, attention_mask)
-            if rows is not None and (layer, step) == last:
-                x = block(x, attention_mask, positions=rows)  # [B, R, H]
-            else:
-                x = block(x, attention_mask)
-            hidden_states.append(x)
-    if rows is not None and last is None:  # nothing to skip: the rows are the embeddings'
-        x = gather_rows(x, rows)
-    return x, parts.pooler(x[:, 0, :]), hidden_states
+    return schedule.encode(_KerasStages(parts, training), inputs, rows, before_block)
 
 
-def _check_model_parallel_split(heads, widths):
-    """Under a keras.distribution.ModelParallel whose layout map splits the attention heads
-    or the feed-forward width (`BertEncoder.get_layout_map`), every layer's count must be a
-    multiple of that mesh axis' size: a clear error here, not a sharding error later."""
+class _KerasStages:
+    """An encoder's Keras layers as `schedule.encode` runs them."""
+
+    def __init__(self, parts, training):
+        self.parts = parts
+        self.layer_blocks = parts.layer_blocks
+        # An explicit training=None would reset the context (dropout off): pass only a bool.
+        self.context = {} if training is None else {"training": training}
+
+    def embed(self, inputs):
+        x = self.parts.embeddings(inputs["token_ids"], inputs["segment_ids"],
+                                  inputs["padding_mask"], **self.context)  # [B, T, E]
+        if self.parts.embedding_projection is not None:
+            x = self.parts.embedding_projection(x)  # [B, T, H]
+        return x
+
+    def attention_mask(self, inputs):
+        return packed_rows.attention_mask(inputs["padding_mask"],
+                                          causal=self.parts.causal)  # [B, 1, T, T]
+
+    def block(self, index, x, attention_mask, rows):
+        if rows is None:
+            return self.parts.blocks[index](x, attention_mask)
+        return self.parts.blocks[index](x, attention_mask, positions=rows)  # [B, R, H]
+
+    def gather(self, x, rows):
+        return gather_rows(x, rows)
+
+    def pool(self, x):
+        return self.parts.pooler(x[:, 0, :])
+
+
+def _check_model_parallel_split(config, kind):
+    """Under a keras.distribution.ModelParallel whose layout map splits a block's prunable
+    units (attention heads, feed-forward neurons: `BertEncoder.get_layout_map`), every
+    block's count must be a multiple of that mesh axis' size: a clear error here, not a
+    sharding error later."""
     distribution = keras.distribution.distribution()
     if distribution is None:
         return
     mesh = distribution.device_mesh
-    for index, (count, width) in enumerate(zip(heads, widths)):
-        block = f"transformer_layer_{index}"
-        for path, axis, size, what in (
-                (f"{block}/attention/qkv/kernel", 2, count, "attention heads"),  # [H, 3, N, Dh]
-                (f"{block}/intermediate/kernel", 1, width, "feed-forward neurons")):  # [H, I]
-            # ModelParallel: its LayoutMap's entry for `path` (the lookup its variables get);
-            # DataParallel: None, it splits nothing.
-            layout = distribution.get_tensor_layout(path)
-            name = None if layout is None or len(layout.axes) <= axis else layout.axes[axis]
-            if name is None:
-                continue
-            devices = mesh.shape[list(mesh.axis_names).index(name)]
-            if size % devices:
-                raise ValueError(
-                    f"Layer {index} has {size} {what}, which the '{name}' mesh axis "
-                    f"({devices} devices) cannot split evenly ({path}). Use a model-parallel "
-                    f"size that divides every layer's count, or prune to multiples of "
-                    f"{devices} (layer_num_heads / layer_intermediate_dims).")
+    for index in range(config.num_blocks):
+        for units in kind.units.values():
+            size = _unit_count(config, units, index)
+            for template, (axis, _) in units.axes.items():
+                path = f"{BLOCK_PREFIX}{index}/{template}"
+                # ModelParallel: its LayoutMap's entry for `path` (the lookup its variables
+                # get); DataParallel: None, it splits nothing.
+                layout = distribution.get_tensor_layout(path)
+                name = None if layout is None or len(layout.axes) <= axis else layout.axes[axis]
+                if name is None:
+                    continue
+                devices = mesh.shape[list(mesh.axis_names).index(name)]
+                if size % devices:
+                    raise ValueError(
+                        f"Layer {index} has {size} {units.noun}, which the '{name}' mesh axis "
+                        f"({devices} devices) cannot split evenly ({path}). Use a "
+                        f"model-parallel size that divides every layer's count, or prune to "
+                        f"multiples of {devices} (layer_num_heads / layer_intermediate_dims).")
+
+
+def _unit_count(config, units, index):
+    """Block `index`'s number of `units` from the config (before the block exists)."""
+    per_block = getattr(config, units.config_key)
+    return per_block[index] if per_block is not None else getattr(config, units.default_key)
+
+
+# Block i's Keras name (its variables' paths begin with it).
+BLOCK_PREFIX = "transformer_layer_"
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -162,8 +177,8 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         # The arguments are EncoderConfig's fields (the signature below is made from them);
         # the rest of kwargs (name, trainable) go to keras.Model.
         config, kwargs = EncoderConfig.from_arguments(args, kwargs)
-        heads, widths = config.block_num_heads, config.block_intermediate_dims
-        _check_model_parallel_split(heads, widths)
+        kind = block_kind(config.block)
+        _check_model_parallel_split(config, kind)
         policy = keras.dtype_policies.get(config.dtype) if config.dtype is not None else None
         hidden_dim = config.hidden_dim
         initializer = BertInitializer(stddev=config.initializer_range)
@@ -178,23 +193,16 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
             projection = keras.layers.Dense(
                 hidden_dim, kernel_initializer=initializer, dtype=policy,
                 name="embedding_projection")
-        blocks = [
-            TransformerBlock(
-                heads[i], hidden_dim, widths[i], dropout=config.dropout,
-                layer_norm_epsilon=config.layer_norm_epsilon,
-                initializer_range=config.initializer_range,
-                # the unpruned head size (None keeps an unpruned block's config as it was)
-                head_dim=None if heads[i] == config.num_heads else config.head_dim,
-                activation=config.activation, dtype=policy, name=f"transformer_layer_{i}")
-            for i in range(config.num_blocks)
-        ]
+        blocks = [kind.make(config, index, policy, f"{BLOCK_PREFIX}{index}")
+                  for index in range(config.num_blocks)]
         # The pooler is also where a family's classification head starts: RoBERTa's and
         # ELECTRA's dense + tanh / GELU on <s>, DistilBERT's pre_classifier + ReLU.
         pooler = keras.layers.Dense(
             hidden_dim, activation=config.pooler_activation, kernel_initializer=initializer,
             dtype=policy, name="pooler")
-        schedule = config.layer_schedule
-        parts = EncoderParts(embeddings, projection, blocks, schedule, pooler, config.causal)
+        layer_blocks = config.layer_schedule
+        parts = EncoderParts(embeddings, projection, blocks, layer_blocks, pooler,
+                             config.causal)
 
         # === Functional graph ===
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
@@ -217,7 +225,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         self.embedding_projection = projection
         self.transformer_layers = blocks
         self.pooler = pooler
-        self.layer_blocks = schedule
+        self.layer_blocks = layer_blocks
         # LoRA is enabled below (it checks the built layers), and recorded then.
         self._encoder_config = config.replace(lora_rank=None, lora_alpha=None)
         if config.lora_rank is not None:
@@ -227,6 +235,12 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
     def config(self):
         """The `EncoderConfig` this encoder was built with (its arguments)."""
         return self._encoder_config
+
+    @property
+    def block_kind(self):
+        """The `BlockKind` of this encoder's blocks (`layers/blocks/`): what LoRA, pruning,
+        int8 export, the layout map and the weight table ask about the blocks."""
+        return block_kind(self.config.block)
 
     @property
     def parts(self):
@@ -268,7 +282,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         return self.embeddings.token_embedding
 
     @staticmethod
-    def get_layout_map(device_mesh, model_parallel_dim_name="model"):
+    def get_layout_map(device_mesh, model_parallel_dim_name="model", block="bert"):
         """A `keras.distribution.LayoutMap` that splits the encoder over the mesh's
         `model_parallel_dim_name` axis, Megatron-style (Shoeybi et al. 2019, section 3).
 
@@ -283,6 +297,9 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         every entry of a pruned encoder's `layer_num_heads` / `layer_intermediate_dims`: an
         encoder built under the distribution checks this and names the layer that cannot be
         split.
+
+        The blocks are split as their kind declares (`block`: the encoder's `block`;
+        `BlockKind.layout`, BERT's in `layers/blocks/bert/`).
 
         On JAX (and TensorFlow's prototype; PyTorch has no keras.distribution), with the
         devices of this machine (4 accelerators, or 4 virtual CPU devices from
@@ -308,16 +325,13 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
                 "model_parallel_dim_name=<one of them>, or build the mesh with a "
                 f"'{model_parallel_dim_name}' axis.")
         model = model_parallel_dim_name
-        block = r"(?:.*/)?transformer_layer_\d+"  # the path may sit under an outer model
+        prefix = rf"(?:.*/)?{BLOCK_PREFIX}\d+"  # the path may sit under an outer model
         rules = {
             r"(?:.*/)?embeddings/token_embedding/embeddings": (None, model),  # [V, H]
             r"(?:.*/)?embeddings/position_embedding": (None, model),  # [P, H]
-            f"{block}/attention/qkv/kernel": (None, None, model, None),  # [H, 3, N, Dh]
-            f"{block}/attention/qkv/bias": (None, model, None),  # [3, N, Dh]
-            f"{block}/attention/output/kernel": (model, None),  # [N * Dh, H]
-            f"{block}/intermediate/kernel": (None, model),  # [H, I]
-            f"{block}/intermediate/bias": (model,),  # [I]
-            f"{block}/output/kernel": (model, None),  # [I, H]
+            **{f"{prefix}/{template}": tuple(model if axis == MODEL_AXIS else axis
+                                             for axis in axes)
+               for template, axes in block_kind(block).layout.items()},
         }
         layout_map = kd.LayoutMap(device_mesh)
         for pattern, axes in rules.items():

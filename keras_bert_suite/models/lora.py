@@ -3,30 +3,21 @@ layers themselves: layers/lora_dense.py). It needs only the encoder object; merg
 adapters back into plain kernels rebuilds the model, a transform above the models
 (transforms/merge_lora.py).
 
-Every transformer layer's four projections get rank-r adapters: the fused query/key/value
-[H, 3H], the attention output [H, H], and the feed-forward [H, I] and [I, H]. Every other
-encoder weight (embeddings, biases, LayerNorms, the pooler) is frozen, so a task model trains
-its adapters and its head only.
+Every transformer layer's projections that its block kind lists (`BlockKind.lora`; BERT's
+block: the fused query/key/value [H, 3H], the attention output [H, H], and the feed-forward
+[H, I] and [I, H]) get rank-r adapters. Every other encoder weight (embeddings, biases,
+LayerNorms, the pooler) is frozen, so a task model trains its adapters and its head only.
 """
 
 import math
 
 from keras_bert_suite.layers.lora_dense import stored_kernel
 
-# (name in error messages, the projection) of each transformer layer.
-PROJECTIONS = {
-    "attention/qkv": lambda block: block.attention.qkv,
-    "attention/output": lambda block: block.attention.output_dense,
-    "intermediate": lambda block: block.intermediate_dense,
-    "output": lambda block: block.output_dense,
-}
-
-
 def projections(encoder):
     """[(name, layer)] of every projection that takes adapters, in layer order."""
-    return [(f"transformer_layer_{index}/{name}", of(block))
-            for index, block in enumerate(encoder.transformer_layers)
-            for name, of in PROJECTIONS.items()]
+    kind = encoder.block_kind
+    return [(f"{block.name}/{module}", kind.modules[module](block))
+            for block in encoder.transformer_layers for module in kind.lora]
 
 
 def check_rank(encoder, rank, alpha):
@@ -63,14 +54,6 @@ def enable(encoder, rank, alpha=None):
     for variable in encoder.weights:
         if id(variable) not in adapters:
             variable.trainable = False
-
-
-def without_lora(model):
-    """`keras_bert_suite.transforms.without_lora`, at the path export/ and earlier code import
-    it from."""
-    from keras_bert_suite.transforms.merge_lora import without_lora as merged
-
-    return merged(model)
 
 
 def parameter_count(variables):

@@ -3,7 +3,8 @@
 The names and shapes are the table in `checkpoints/weight_table.py` (`embeddings/...`,
 `layer_{i}/attention/qkv/kernel` [H, 3, N, H/N], ..., `pooler/...`, `mlm/...`, `nsp/...`),
 which every checkpoint converter reads too; this module only says which Keras variable holds
-each of its weights, so `BertEncoder.weight_map()` has exactly the table's names.
+each of its weights, so `BertEncoder.weight_map()` has exactly the table's names. A
+transformer layer's modules are its block kind's to say (`BlockKind.modules`).
 """
 
 import numpy as np
@@ -13,8 +14,8 @@ from keras_bert_suite.layers.float_weights import float_embeddings, float_kernel
 # One error class for "weights do not fit", whether a reader or the model notices it.
 from keras_bert_suite.checkpoint_errors import CheckpointMismatchError  # noqa: F401
 
-# Table module -> the Keras layer that holds it, found from the encoder (from transformer
-# layer i for `layer_{i}/` weights) or from the head; the weight is that layer's `kernel`,
+# Table module -> the Keras layer that holds it, found from the encoder or from the head
+# (transformer layer i's `layer_{i}/` weights: from its block, as the block kind says); the weight is that layer's `kernel`,
 # `bias`, `gamma` or `beta` as the name ends, else the module is the variable itself.
 _MODULES = {
     "embeddings/token_embedding":
@@ -24,12 +25,6 @@ _MODULES = {
     "embeddings/position_embedding": lambda encoder: encoder.embeddings.position_embedding,
     "embeddings/layer_norm": lambda encoder: encoder.embeddings.layer_norm,
     "embeddings/projection": lambda encoder: encoder.embedding_projection,
-    "attention/qkv": lambda block: block.attention.qkv,
-    "attention/output": lambda block: block.attention.output_dense,
-    "attention_layer_norm": lambda block: block.attention_layer_norm,
-    "intermediate": lambda block: block.intermediate_dense,
-    "output": lambda block: block.output_dense,
-    "output_layer_norm": lambda block: block.output_layer_norm,
     "pooler": lambda encoder: encoder.pooler,
     "mlm/transform": lambda head: head.transform,
     "mlm/layer_norm": lambda head: head.layer_norm,
@@ -42,31 +37,42 @@ _MODULES = {
 
 def encoder_variables(encoder):
     """{canonical encoder weight name: keras.Variable} in the table's order."""
-    layers = encoder.transformer_layers
+    blocks, modules = encoder.transformer_layers, encoder.block_kind.modules
+
+    def holder(weight, module):
+        if weight.layer is None:
+            return _MODULES[module](encoder)
+        return modules[module](blocks[weight.layer])
+
     # Which weights exist follows the architecture arguments (not get_config, which also
     # walks every layer for the quantization record).
-    architecture = encoder.config.to_dict("checkpoint")
-    return _variables(weight_table.encoder_weights(architecture, shapes=False),
-                      lambda weight: encoder if weight.layer is None else layers[weight.layer])
+    return _variables(weight_table.encoder_weights(encoder.config.to_dict(), shapes=False),
+                      holder)
 
 
 def masked_lm_head_variables(head):
-    return _variables(weight_table.head_weights("mlm"), lambda weight: head)
+    return _head_variables("mlm", head)
 
 
 def next_sentence_head_variables(dense):
-    return _variables(weight_table.head_weights("nsp"), lambda weight: dense)
+    return _head_variables("nsp", dense)
 
 
 def replaced_token_head_variables(head):
-    return _variables(weight_table.head_weights("rtd"), lambda weight: head)
+    return _head_variables("rtd", head)
 
 
-def _variables(table, owner_of):
+def _head_variables(name, head):
+    return _variables(weight_table.head_weights(name),
+                      lambda weight, module: _MODULES[module](head))
+
+
+def _variables(table, holder):
+    """{name: variable} of `table`'s weights; `holder(weight, module)` -> the layer."""
     variables = {}
     for weight in table:
         module, variable = weight_table.split_template(weight.template)
-        found = _MODULES[module](owner_of(weight))
+        found = holder(weight, module)
         if variable is None:
             variables[weight.name] = found
         else:  # a quantized model's kernels read back as floats (embedding tables: above)

@@ -18,9 +18,10 @@ import numpy as np
 from keras import ops
 
 from keras_bert_suite.pruning.calibration import calibration_arrays, encoder_batches
-from keras_bert_suite.pruning.masking import zero_head_rows
 from keras_bert_suite.pruning.rebuild import without_adapters
-from keras_bert_suite.pruning.units import encoder_of, head_dim
+from keras_bert_suite.pruning.units import (
+    encoder_of, head_counts, neuron_counts, units_input_name, units_output_name,
+    zero_units_output)
 
 # verbose="auto" shows a progress bar from this many passes over the calibration data (a
 # BERT-base has 144 heads; a tiny model's few passes take a moment).
@@ -67,18 +68,18 @@ def head_importance(task, calibration_data, batch_size=32, verbose="auto"):
         return float(logs["loss"])
 
     baseline = loss()
-    size = head_dim(encoder)
-    blocks = encoder.transformer_layers
-    total = sum(block.attention.num_heads for block in blocks)
-    progress = _progress(total, "head", verbose)
+    counts = head_counts(encoder)
+    progress = _progress(sum(counts), "head", verbose)
+    variables = encoder.weight_map()
     scores = []
-    for block in blocks:
-        kernel = block.attention.output_dense.kernel  # [N Dh, H]
+    for layer, count in enumerate(counts):
+        kernel = variables[units_output_name(encoder, "heads", layer)]  # BERT: [N Dh, H]
         original = np.array(keras.ops.convert_to_numpy(kernel))
         layer_scores = []
         try:
-            for head in range(block.attention.num_heads):
-                kernel.assign(zero_head_rows(original.copy(), [head], size))
+            for head in range(count):
+                kernel.assign(zero_units_output(original.copy(), encoder, "heads", layer,
+                                                [head]))
                 layer_scores.append(loss() - baseline)
                 progress.add(1)
         finally:
@@ -101,13 +102,14 @@ def neuron_importance(model, calibration_data=None, batch_size=32, verbose="auto
     [(512,), (512,)]
     """
     encoder = encoder_of(model)
-    blocks = encoder.transformer_layers
-    out_norms = [_norms(block.output_dense.kernel, axis=1) for block in blocks]  # [I]
+    blocks, variables = encoder.transformer_layers, encoder.weight_map()
+    out_norms = [_unit_norms(variables, encoder, units_output_name, layer)
+                 for layer in range(len(blocks))]  # [I]
     if calibration_data is None:
-        return [_norms(block.intermediate_dense.kernel, axis=0) * norm
-                for block, norm in zip(blocks, out_norms)]
+        return [_unit_norms(variables, encoder, units_input_name, layer) * norm
+                for layer, norm in enumerate(out_norms)]
     x, _, _ = calibration_arrays(model, calibration_data, "neuron_importance")
-    totals = [np.zeros(block.intermediate_dim, "float64") for block in blocks]
+    totals = [np.zeros(count, "float64") for count in neuron_counts(encoder)]
     tokens = 0.0
     batches = list(encoder_batches(x, batch_size))
     progress = _progress(len(batches), "batch", verbose)
@@ -134,5 +136,10 @@ def _progress(total, unit, verbose):
     return keras.utils.Progbar(total, unit_name=unit, verbose=1 if show else 0)
 
 
-def _norms(kernel, axis):
-    return np.linalg.norm(np.asarray(keras.ops.convert_to_numpy(kernel), "float64"), axis=axis)
+def _unit_norms(variables, encoder, name_of, layer):
+    """[I] the norm of each neuron's slice of layer `layer`'s weight `name_of` names (its
+    output or input weight), over every other axis."""
+    name = name_of(encoder, "neurons", layer)
+    axis, _ = encoder.block_kind.units["neurons"].axes[name.split("/", 1)[1]]
+    array = np.asarray(keras.ops.convert_to_numpy(variables[name]), "float64")
+    return np.linalg.norm(np.moveaxis(array, axis, 0).reshape(array.shape[axis], -1), axis=1)

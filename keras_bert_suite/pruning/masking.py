@@ -2,9 +2,9 @@
 structurally pruned model must compute (the tests compare the two), and what head scoring
 measures.
 
-Zeroing a head's rows of the attention output kernel is exactly a head mask (its context
-vectors then add nothing); zeroing a neuron's row of the second feed-forward kernel is
-exactly removing that neuron.
+Zeroing a unit's slices of its output weight (`Units.output`) is exactly masking it: a head's
+rows of the attention output kernel (its context vectors then add nothing), a neuron's row of
+the second feed-forward kernel.
 """
 
 import keras
@@ -12,7 +12,7 @@ import numpy as np
 
 from keras_bert_suite.pruning.rebuild import rebuild, without_adapters
 from keras_bert_suite.pruning.units import (
-    check_units, encoder_of, head_counts, head_dim, neuron_counts)
+    check_units, encoder_of, head_counts, neuron_counts, units_output_name, zero_units_output)
 
 
 def mask_units(model, heads_to_mask=None, neurons_to_mask=None):
@@ -32,16 +32,8 @@ def mask_units(model, heads_to_mask=None, neurons_to_mask=None):
     neurons = check_units(neurons_to_mask, neuron_counts(encoder), "neurons_to_mask", "neuron")
     weights = {name: np.array(keras.ops.convert_to_numpy(variable))
                for name, variable in encoder.weight_map().items()}
-    for layer, indices in heads.items():
-        zero_head_rows(weights[f"layer_{layer}/attention/output/kernel"], indices,
-                       head_dim(encoder))
-    for layer, indices in neurons.items():
-        weights[f"layer_{layer}/output/kernel"][indices] = 0.0  # [I, H]: neuron j's row
+    for units, chosen in (("heads", heads), ("neurons", neurons)):
+        for layer, indices in chosen.items():
+            zero_units_output(weights[units_output_name(encoder, units, layer)], encoder, units,
+                              layer, indices)
     return rebuild(model, {}, weights)
-
-
-def zero_head_rows(kernel, heads, size):
-    """Zeroes the rows of `heads` in an attention output kernel [N Dh, H] (in place)."""
-    for head in heads:
-        kernel[head * size:(head + 1) * size] = 0.0
-    return kernel

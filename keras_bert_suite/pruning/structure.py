@@ -1,11 +1,12 @@
 """Structured pruning: a new, smaller model without the given attention heads and
 feed-forward neurons (smaller matrices and per-layer sizes in the config, not masks).
 
-Removing head h of a layer drops its query, key and value columns ([H, 3, N, Dh] ->
-[H, 3, N', Dh]) and its rows of the attention output kernel ([N Dh, H] -> [N' Dh, H]);
-removing neuron j drops column j of the first feed-forward kernel and bias ([H, I] -> [H, I'])
-and row j of the second ([I, H] -> [I', H]). The result computes exactly what the unpruned
-model computes with those heads and neurons masked (`mask_units`).
+Removing a unit drops its slices of every weight that carries it, as the block kind declares
+(`BlockKind.units`). BERT's block: removing head h drops its query, key and value columns
+([H, 3, N, Dh] -> [H, 3, N', Dh]) and its rows of the attention output kernel ([N Dh, H] ->
+[N' Dh, H]); removing neuron j drops column j of the first feed-forward kernel and bias
+([H, I] -> [H, I']) and row j of the second ([I, H] -> [I', H]). The result computes exactly
+what the unpruned model computes with those heads and neurons masked (`mask_units`).
 """
 
 import keras
@@ -13,7 +14,7 @@ import numpy as np
 
 from keras_bert_suite.pruning.rebuild import rebuild, without_adapters
 from keras_bert_suite.pruning.units import (
-    check_units, encoder_of, head_counts, head_dim, neuron_counts, uniform_or_list)
+    check_units, encoder_of, head_counts, keep_units, neuron_counts, uniform_changes)
 
 
 def prune_units(model, heads_to_remove=None, neurons_to_remove=None):
@@ -44,17 +45,16 @@ def prune_units(model, heads_to_remove=None, neurons_to_remove=None):
     neurons = check_units(neurons_to_remove, neuron_counts(encoder), "neurons_to_remove",
                           "neuron")
     weights = {name: _numpy(variable) for name, variable in encoder.weight_map().items()}
-    size = head_dim(encoder)
-    new_heads, new_widths = [], []
-    for layer, (count, width) in enumerate(zip(head_counts(encoder), neuron_counts(encoder))):
-        kept_heads = [h for h in range(count) if h not in heads.get(layer, ())]
-        kept_neurons = [j for j in range(width) if j not in neurons.get(layer, ())]
-        _slice_layer(weights, layer, kept_heads, kept_neurons, size)
-        new_heads.append(len(kept_heads))
-        new_widths.append(len(kept_neurons))
-    changes = {"layer_num_heads": uniform_or_list(new_heads, encoder.num_heads),
-               "layer_intermediate_dims": uniform_or_list(new_widths, encoder.intermediate_dim)}
-    return rebuild(model, changes, weights)
+    counts = {}
+    for units, removed, per_layer in (("heads", heads, head_counts(encoder)),
+                                      ("neurons", neurons, neuron_counts(encoder))):
+        counts[units] = []
+        for layer, count in enumerate(per_layer):
+            kept = [unit for unit in range(count) if unit not in removed.get(layer, ())]
+            if len(kept) < count:
+                keep_units(weights, encoder, units, layer, kept)
+            counts[units].append(len(kept))
+    return rebuild(model, uniform_changes(encoder, counts), weights)
 
 
 def prune_heads(model, heads_to_remove):
@@ -78,22 +78,6 @@ def prune_ffn(model, neurons_to_remove):
     [256, 512]
     """
     return prune_units(model, neurons_to_remove=neurons_to_remove)
-
-
-def _slice_layer(weights, layer, kept_heads, kept_neurons, size):
-    """Keeps `kept_heads` and `kept_neurons` of layer `layer` in `weights` (in place)."""
-    def name(template):
-        return f"layer_{layer}/{template}"
-
-    qkv = weights[name("attention/qkv/kernel")]  # [H, 3, N, Dh]
-    weights[name("attention/qkv/kernel")] = qkv[:, :, kept_heads]
-    weights[name("attention/qkv/bias")] = weights[name("attention/qkv/bias")][:, kept_heads]
-    output = weights[name("attention/output/kernel")]  # [N Dh, H], head-major rows
-    output = output.reshape(-1, size, output.shape[-1])[kept_heads]  # [N', Dh, H]
-    weights[name("attention/output/kernel")] = output.reshape(-1, output.shape[-1])
-    weights[name("intermediate/kernel")] = weights[name("intermediate/kernel")][:, kept_neurons]
-    weights[name("intermediate/bias")] = weights[name("intermediate/bias")][kept_neurons]
-    weights[name("output/kernel")] = weights[name("output/kernel")][kept_neurons]  # [I', H]
 
 
 def _numpy(variable):

@@ -1,8 +1,12 @@
 """Which heads and feed-forward neurons a pruning call names, checked against the encoder:
 the per-layer counts of a (possibly already pruned) encoder, and `{layer: [index, ...]}`
-arguments validated with errors that say what was wrong and how to fix it."""
+arguments validated with errors that say what was wrong and how to fix it. Where the units
+sit in a block's weights is its block kind's to say (`BlockKind.units`); this module and
+the pruning code around it slice, zero and score them from that declaration alone."""
 
 import numbers
+
+import numpy as np
 
 from keras_bert_suite import transforms
 
@@ -12,19 +16,60 @@ def encoder_of(model):
     return transforms.encoder_of(model, "Pruning")
 
 
+def unit_counts(encoder, units):
+    """[number of `units` ("heads", "neurons") of block i]."""
+    of = encoder.block_kind.units[units]
+    return [of.count(block) for block in encoder.transformer_layers]
+
+
 def head_counts(encoder):
     """[number of attention heads of layer i]."""
-    return [block.attention.num_heads for block in encoder.transformer_layers]
+    return unit_counts(encoder, "heads")
 
 
 def neuron_counts(encoder):
     """[feed-forward width of layer i]."""
-    return [block.intermediate_dim for block in encoder.transformer_layers]
+    return unit_counts(encoder, "neurons")
 
 
-def head_dim(encoder):
-    """The size of every head (pruning keeps it: hidden_dim // num_heads)."""
-    return encoder.hidden_dim // encoder.num_heads
+def keep_units(weights, encoder, units, layer, kept):
+    """Keeps only the `kept` indices of layer `layer`'s `units` in every weight that carries
+    them (`weights`: {canonical name: NumPy array}, changed in place)."""
+    of = encoder.block_kind.units[units]
+    count = of.count(encoder.transformer_layers[layer])
+    for template, (axis, groups) in of.axes.items():
+        name = f"layer_{layer}/{template}"
+        weights[name] = slice_units(weights[name], axis, groups, count, kept)
+
+
+def zero_units_output(array, encoder, units, layer, indices):
+    """Zeroes the `indices` of layer `layer`'s `units` in `array`, their output weight
+    (`Units.output`, e.g. a head's rows of the attention output kernel): exactly masking
+    them. In place; returns `array`."""
+    of = encoder.block_kind.units[units]
+    axis, groups = of.axes[of.output]
+    return zero_units(array, axis, groups, of.count(encoder.transformer_layers[layer]),
+                      indices)
+
+
+def units_output_name(encoder, units, layer):
+    """The canonical name of layer `layer`'s `units`' output weight."""
+    return f"layer_{layer}/{encoder.block_kind.units[units].output}"
+
+
+def units_input_name(encoder, units, layer):
+    """The canonical name of the weight feeding layer `layer`'s `units`."""
+    return f"layer_{layer}/{encoder.block_kind.units[units].input}"
+
+
+def uniform_changes(encoder, counts):
+    """The encoder config changes for per-block counts {units: [count of block i]}: each
+    per-block argument (`Units.config_key`), None where every block keeps the default."""
+    changes = {}
+    for units, sizes in counts.items():
+        of = encoder.block_kind.units[units]
+        changes[of.config_key] = uniform_or_list(sizes, getattr(encoder, of.default_key))
+    return changes
 
 
 def uniform_or_list(sizes, default):
@@ -67,3 +112,24 @@ def check_units(units, counts, argument, noun):
 
 def _is_index(value):
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def slice_units(array, axis, groups, count, kept):
+    """`array` with only the units `kept` (indices among `count`) along `axis`, which holds
+    `groups` runs of `count` equal slices."""
+    array = np.moveaxis(np.asarray(array), axis, 0)
+    rest = array.shape[1:]
+    width = array.shape[0] // (groups * count)
+    kept_array = array.reshape((groups, count, width) + rest)[:, list(kept)]
+    return np.moveaxis(kept_array.reshape((-1,) + rest), 0, axis)
+
+
+def zero_units(array, axis, groups, count, units):
+    """Zeroes the slices of `units` along `axis` of `array` (in place); returns it."""
+    moved = np.moveaxis(array, axis, 0)  # a view
+    width = moved.shape[0] // (groups * count)
+    for group in range(groups):
+        for unit in units:
+            start = (group * count + unit) * width
+            moved[start:start + width] = 0.0
+    return array

@@ -14,6 +14,7 @@ from keras_bert_suite.checkpoints.keras_hub_backbones import BACKBONES
 from keras_bert_suite.checkpoints.keras_hub_weights import from_keras_hub, to_keras_hub
 from keras_bert_suite.families import families
 from keras_bert_suite.families import module_tree
+from keras_bert_suite.layers.blocks import block_kind
 from keras_bert_suite.models import weight_names
 from tests.checkpoints.checkpoint_writers import (
     bert_config_json, google_head_variables, google_variables, write_google_dir)
@@ -29,8 +30,11 @@ def test_every_map_names_exactly_the_table():
     ELECTRA's replaced-token head)."""
     not_bert = {"embeddings/projection", "rtd/dense", "rtd/prediction"}
     assert set(module_tree.MODULES) == set(weight_table.modules()) - not_bert
-    assert set(weight_names._MODULES) == set(weight_table.modules())
-    encoder_templates = {*weight_table.EMBEDDING_WEIGHTS, *weight_table.LAYER_WEIGHTS,
+    bert_block = block_kind("bert")
+    assert {*weight_names._MODULES, *bert_block.modules} == set(weight_table.modules())
+    assert {weight_table.split_template(template)[0] for template in bert_block.weights} == set(
+        bert_block.modules)
+    encoder_templates = {*weight_table.EMBEDDING_WEIGHTS, *bert_block.weights,
                          *weight_table.POOLER_WEIGHTS}
     bert_backbone = BACKBONES["BertBackbone"]
     assert {*keras_hub_names.BLOCK_NAMES, *bert_backbone.names} == {
@@ -46,7 +50,7 @@ def test_table_shapes_follow_the_config():
     shapes = weight_table.encoder_weight_shapes(config)
 
     assert len(shapes) == len(weight_table.EMBEDDING_WEIGHTS) - 2 + 2 * len(
-        weight_table.LAYER_WEIGHTS) + len(weight_table.POOLER_WEIGHTS)  # no projection
+        block_kind("bert").weights) + len(weight_table.POOLER_WEIGHTS)  # no projection
     assert shapes["embeddings/token_embedding"] == (50, 8)
     assert shapes["layer_1/attention/qkv/kernel"] == (8, 3, 2, 4)
     assert shapes["layer_1/intermediate/kernel"] == (8, 16)

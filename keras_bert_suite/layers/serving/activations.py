@@ -1,20 +1,13 @@
-"""The encoder's activation names in TensorFlow ops, from the same formulas as the Keras
-layers' (`layers/gelu.py`)."""
+"""The encoder's activation names in the serving graph: the formulas of `layers/gelu.py` over
+TensorFlow ops."""
 
-import tensorflow as tf
+import functools
 
-from keras_bert_suite.layers.gelu import erf_gelu, tanh_gelu
+from keras_bert_suite.layers.gelu import FEED_FORWARD_FORMULAS, POOLER_FORMULAS
+from keras_bert_suite.layers.serving import tf_ops
 
-
-def _exact_gelu(x):
-    return erf_gelu(x, tf.math.erf)
-
-
-def _approximate_gelu(x):
-    return tanh_gelu(x, tf.tanh)
-
-
-# TransformerBlock's `activation`, and the pooler's (BertEncoder's `pooler_activation`; Keras'
-# "gelu" is the exact one).
-FEED_FORWARD = {"gelu": _exact_gelu, "gelu_approximate": _approximate_gelu}
-POOLER = {"tanh": tf.tanh, "gelu": _exact_gelu, "relu": tf.nn.relu}
+# TransformerBlock's `activation`, and the pooler's (BertEncoder's `pooler_activation`).
+FEED_FORWARD = {name: functools.partial(formula, ops=tf_ops)
+                for name, formula in FEED_FORWARD_FORMULAS.items()}
+POOLER = {name: functools.partial(formula, ops=tf_ops)
+          for name, formula in POOLER_FORMULAS.items()}

@@ -1,9 +1,10 @@
-"""The serving form of `BertSelfAttention` (no dropout, every row a query)."""
-
-import math
+"""The serving form of `BertSelfAttention` (no dropout, every row a query): `attention.attend`
+over TensorFlow ops, with the projections as 2-D matmuls in the export's precision."""
 
 import tensorflow as tf
 
+from keras_bert_suite.layers.attention import attend, padding_bias
+from keras_bert_suite.layers.serving import tf_ops
 from keras_bert_suite.layers.serving.dense import dense
 from keras_bert_suite.layers.serving.int8_matmul import Int8Kernel
 
@@ -11,7 +12,7 @@ from keras_bert_suite.layers.serving.int8_matmul import Int8Kernel
 def key_bias(padding_mask):
     """[B, T] -> [B, 1, 1, T]: -1e9 on padded keys, added to the scores before the softmax;
     exp underflows to exactly 0, as with the Keras layer's boolean mask."""
-    return (1.0 - tf.cast(padding_mask, tf.float32))[:, None, None, :] * -1e9
+    return padding_bias(padding_mask, tf_ops)
 
 
 def self_attention(x, read, num_heads, head_dim, bias, batch, length):
@@ -26,8 +27,7 @@ def self_attention(x, read, num_heads, head_dim, bias, batch, length):
     qkv = dense(x, flat, "qkv/")  # [B T, 3 N Dh]
     qkv = tf.reshape(qkv, [batch, length, 3, num_heads, head_dim])
     query, key, value = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # [B, N, T, Dh]
-    scores = tf.matmul(query, key, transpose_b=True) * (1.0 / math.sqrt(head_dim))
-    context = tf.matmul(tf.nn.softmax(scores + bias), value)  # [B, N, T, Dh]
+    context = attend(query, key, value, lambda scores: scores + bias, tf_ops)  # [B, N, T, Dh]
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, num_heads * head_dim])
     return dense(context, read, "output/")
 

@@ -1,7 +1,9 @@
-"""The serving form of `BertEmbeddings` (dropout is off at inference)."""
+"""The serving form of `BertEmbeddings` (dropout is off at inference): `embeddings.embed` on
+gathered table rows, its LayerNorm on 2-D rows."""
 
 import tensorflow as tf
 
+from keras_bert_suite.layers.embeddings import embed, offset_positions
 from keras_bert_suite.layers.serving.dense import layer_norm
 
 
@@ -10,13 +12,24 @@ def embeddings(read, token_ids, segment_ids, padding_mask, has_segments, positio
     """[B, T] ids -> [B T, E]: token + segment (`has_segments`: DistilBERT has no table) +
     position rows, then LayerNorm. `read`: "token_embedding", "segment_embedding",
     "position_embedding", "layer_norm/{gamma,beta}"."""
-    x = tf.gather(read("token_embedding"), token_ids)  # [B, T, E]
-    if has_segments:
-        x += tf.gather(read("segment_embedding"), segment_ids)
-    if position_offset:  # positions counted over real tokens (RoBERTa)
-        positions = tf.cumsum(padding_mask, axis=1) * padding_mask + (position_offset - 1)
-        x += tf.gather(read("position_embedding"), positions)
+    if position_offset:  # positions counted over real tokens (RoBERTa); one instance per row
+        positions = offset_positions(tf.cumsum(padding_mask, axis=1) - padding_mask,
+                                     padding_mask, position_offset)
+        position_rows = tf.gather(read("position_embedding"), positions)
     else:
-        x += read("position_embedding")[:tf.shape(token_ids)[1]]
-    x = tf.reshape(x, [-1, x.shape[-1]])  # [B T, E]: every projection after is 2-D
-    return layer_norm(x, read, "layer_norm", epsilon)
+        position_rows = read("position_embedding")[:tf.shape(token_ids)[1]]
+    return embed(_Tables(read, has_segments, epsilon), token_ids, segment_ids, position_rows)
+
+
+class _Tables:
+    """The parts `embed` calls: table rows by tf.gather, the LayerNorm on [B T, E]."""
+
+    def __init__(self, read, has_segments, epsilon):
+        self.read, self.has_segments, self.epsilon = read, has_segments, epsilon
+
+    def rows(self, table, ids):
+        return tf.gather(self.read(table), ids)
+
+    def norm(self, x):
+        x = tf.reshape(x, [-1, x.shape[-1]])  # [B T, E]: every projection after is 2-D
+        return layer_norm(x, self.read, "layer_norm", self.epsilon)

@@ -6,7 +6,7 @@ from keras import ops
 from keras_bert_suite.layers.generator_sampling import ReplaceTokens, SampleTokens, at_positions
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.layers.replaced_token_head import ReplacedTokenHead
-from keras_bert_suite.layers.transformer_block import TransformerBlock
+from keras_bert_suite.layers.blocks.bert.layer import TransformerBlock
 from keras_bert_suite.layers.initializer import BertInitializer
 from keras_bert_suite.models.encoder import BertEncoder, EncoderParts, _encode
 from keras_bert_suite.names import ENCODER_INPUTS, MASK_POSITIONS

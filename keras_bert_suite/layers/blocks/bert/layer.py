@@ -1,4 +1,5 @@
-"""One post-LayerNorm transformer encoder block, as BERT uses it."""
+"""BERT's post-LayerNorm transformer block as a Keras layer: its sublayers and variables; the
+forward pass is `math.block` over them."""
 
 import keras
 from keras import ops
@@ -9,6 +10,7 @@ from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.gelu import feed_forward_activation
 from keras_bert_suite.layers.lora_dense import LoraDense
 from keras_bert_suite.layers.initializer import BertInitializer
+from keras_bert_suite.layers.blocks.bert import math
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -85,16 +87,7 @@ class TransformerBlock(keras.layers.Layer):
             if attention_mask is not None and attention_mask.shape[2] != 1:
                 # A per-query mask ([B, 1, T, T], packed rows): the queries' rows of it.
                 attention_mask = gather_rows(attention_mask[:, 0], positions)[:, None]  # [B,1,Q,T]
-        x = self._attention_sublayer(x, attention_mask, training, queries)  # [B, T or Q, H]
-        hidden = self._activation(self.intermediate_dense(x))  # [B, T or Q, I]
-        hidden = self.output_dense(hidden)
-        return self.output_layer_norm(x + self.output_dropout(hidden, training=training))
-
-    def _attention_sublayer(self, x, attention_mask, training=None, queries=None):
-        """LN(x + Attention(x)), at the rows of `queries` when given."""
-        attended = self.attention(x, attention_mask, training=training, queries=queries)
-        x = x if queries is None else queries
-        return self.attention_layer_norm(x + self.attention_dropout(attended, training=training))
+        return math.block(x, _Sublayers(self, attention_mask, training), queries)
 
     def intermediate_activations(self, x, attention_mask=None):
         """The feed-forward network's hidden activations GELU(x' W_in + b) [B, T, I] (x' the
@@ -102,8 +95,25 @@ class TransformerBlock(keras.layers.Layer):
         x = ops.convert_to_tensor(x, dtype=self.compute_dtype)
         if attention_mask is not None:
             attention_mask = ops.convert_to_tensor(attention_mask)
-        return self._activation(self.intermediate_dense(
-            self._attention_sublayer(x, attention_mask, training=False)))
+        return math.feed_forward_hidden(self._attention_sublayer(x, attention_mask, False),
+                                        _Sublayers(self, attention_mask, training=False))
+
+    def queries_keys_values(self, x):
+        """{"q", "k", "v"}: the attention's projections of `x`, heads concatenated ->
+        [B, T, N * Dh] each (MiniLM distillation's relations; one fused matmul)."""
+        qkv = self.attention.qkv(x)  # [B, T, 3, N, Dh]
+        batch, length = ops.shape(qkv)[0], ops.shape(qkv)[1]
+        parts = ops.split(ops.reshape(qkv, (batch, length, 3, self.attention_width)), 3, axis=2)
+        return {name: ops.squeeze(part, axis=2) for name, part in zip("qkv", parts)}
+
+    @property
+    def attention_width(self):
+        """N * Dh: the width of the concatenated heads (hidden_dim unless pruned)."""
+        return self.attention.attention_dim
+
+    def _attention_sublayer(self, x, attention_mask, training=None, queries=None):
+        """LN(x + Attention(x)) (`math.attention_sublayer`), at the rows of `queries`."""
+        return math.attention_sublayer(x, _Sublayers(self, attention_mask, training), queries)
 
     def compute_output_shape(self, x_shape, attention_mask_shape=None, positions_shape=None):
         if positions_shape is not None:
@@ -123,3 +133,27 @@ class TransformerBlock(keras.layers.Layer):
             activation=self.activation,
         )
         return config
+
+
+class _Sublayers:
+    """A TransformerBlock's sublayers under the names its math calls them by (`math.py`)."""
+
+    def __init__(self, block, attention_mask, training):
+        self.block, self.attention_mask, self.training = block, attention_mask, training
+        self.denses = {"intermediate": block.intermediate_dense, "output": block.output_dense}
+
+    def attention(self, x, queries):
+        return self.block.attention(x, self.attention_mask, training=self.training,
+                                    queries=queries)
+
+    def dense(self, module, x):
+        return self.denses[module](x)
+
+    def norm(self, module, x):
+        return getattr(self.block, module)(x)
+
+    def activation(self, x):
+        return self.block._activation(x)
+
+    def dropout(self, name, x):
+        return getattr(self.block, name)(x, training=self.training)
