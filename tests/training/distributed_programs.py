@@ -5,7 +5,7 @@ TensorFlow or JAX start, which the pytest process has long done):
     XLA_FLAGS=--xla_force_host_platform_device_count=4 KERAS_BACKEND=jax \
         python -m tests.training.distributed_programs jax_heads OUT 2,4
     XLA_FLAGS=--xla_force_host_platform_device_count=2 KERAS_BACKEND=jax \
-        python -m tests.training.distributed_programs jax_fit
+        python -m tests.training.distributed_programs jax_fit OUT
     KERAS_DISTRIBUTION_JOB_ADDRESSES=127.0.0.1:PORT KERAS_DISTRIBUTION_NUM_PROCESSES=2 \
         KERAS_DISTRIBUTION_PROCESS_ID=0 (and 1) KERAS_BACKEND=jax \
         python -m tests.training.distributed_programs jax_multi_host OUT RESULTS
@@ -177,7 +177,11 @@ def multi_worker():
 
 def jax_fit():
     """DataParallel and ModelParallel `fit` of a small BertPretrainer on 2 host devices;
-    returns each variable's sharding (the test compares it with BertEncoder's layout map)."""
+    returns each variable's sharding (the test compares it with BertEncoder's layout map).
+    The data_parallel run is also the multi-host test's reference, one process over 2 devices:
+    its fine-tuning run and what `_data_parallel_results` reports follow ("one_host"; weights
+    in argv[2]/weights)."""
+    import os
     import shutil
 
     import keras
@@ -185,7 +189,7 @@ def jax_fit():
     from keras_bert_suite.recipe_runner import load_recipe
     from keras_bert_suite.recipe_runner.pretraining import run_pretraining
 
-    results = {}
+    results, summaries = {}, {}
     for strategy in ("none", "data_parallel", "model_parallel"):
         recipe = load_recipe("pretrain_cpu_smoke", overrides=[
             f"distribution.strategy={json.dumps(strategy)}", "distribution.num_devices=2",
@@ -193,8 +197,8 @@ def jax_fit():
         if strategy != "none":  # the first run's instances: a cache hit, not another Beam run
             shutil.copytree(f"{sys.argv[2]}/none/pretraining_data",
                             f"{sys.argv[2]}/{strategy}/pretraining_data")
-        summary = run_pretraining(recipe, f"{sys.argv[2]}/{strategy}", verbose=0,
-                                  log=lambda *_: None)
+        summary = summaries[strategy] = run_pretraining(
+            recipe, f"{sys.argv[2]}/{strategy}", verbose=0, log=lambda *_: None)
         pretrainer = summary["model"]
         results[strategy] = {"step": summary["step"], "loss": summary["history"][-1]["loss"]}
         if strategy != "none":
@@ -202,15 +206,31 @@ def jax_fit():
                 v.path: [str(axis) for axis in v.value.sharding.spec] for v in pretrainer.weights}
             results[strategy]["devices"] = len(pretrainer.weights[0].value.sharding.device_set)
     results["backend"] = keras.backend.backend()
+    os.makedirs(f"{sys.argv[2]}/weights")
+    results["one_host"] = _data_parallel_results(
+        summaries["data_parallel"], f"{sys.argv[2]}/data_parallel", f"{sys.argv[2]}/weights")
     return results
 
 
 def jax_multi_host():
-    """The pretraining runner, then the fine-tuning runner, under data_parallel into
-    argv[2] and argv[2]-finetune; this process's weights go to argv[3]/pretrained-<process>.npz
-    and finetuned-<process>.npz. A process of a JAX cluster when the test sets the
-    KERAS_DISTRIBUTION_* variables (2 processes of one CPU device each), else one process
-    over its local devices. Also which rows of 4 global batches of 8 this process feeds."""
+    """One process of a JAX cluster (the test sets the KERAS_DISTRIBUTION_* variables: 2
+    processes of one CPU device each): the pretraining runner under data_parallel into
+    argv[2], then what `_data_parallel_results` reports (weights in argv[3])."""
+    from keras_bert_suite.recipe_runner import load_recipe
+    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
+
+    recipe = load_recipe("pretrain_cpu_smoke", overrides=[
+        'distribution.strategy="data_parallel"', *SMALL_PRETRAINING])
+    summary = run_pretraining(recipe, sys.argv[2], verbose=0, log=lambda *_: None)
+    return _data_parallel_results(summary, sys.argv[2], sys.argv[3])
+
+
+def _data_parallel_results(summary, output, results_dir):
+    """After a data_parallel pretraining run (`summary`, into `output`): the fine-tuning runner
+    under data_parallel into output-finetune; this process's weights go to
+    results_dir/pretrained-<process>.npz and finetuned-<process>.npz. Also which rows of 4
+    global batches of 8 this process feeds. The same on a cluster's process and on one
+    process over 2 local devices (jax_fit), which the multi-host test compares."""
     import hashlib
 
     import jax
@@ -218,16 +238,12 @@ def jax_multi_host():
 
     from keras_bert_suite.recipe_runner import load_recipe
     from keras_bert_suite.recipe_runner.finetuning import run_finetuning
-    from keras_bert_suite.recipe_runner.pretraining import run_pretraining
 
     def save(name, model, index):
         weights = [np.asarray(w) for w in model.get_weights()]
-        np.savez(f"{sys.argv[3]}/{name}-{index}.npz", *weights)
+        np.savez(f"{results_dir}/{name}-{index}.npz", *weights)
         return hashlib.sha256(b"".join(w.tobytes() for w in weights)).hexdigest()
 
-    recipe = load_recipe("pretrain_cpu_smoke", overrides=[
-        'distribution.strategy="data_parallel"', *SMALL_PRETRAINING])
-    summary = run_pretraining(recipe, sys.argv[2], verbose=0, log=lambda *_: None)
     distribution = summary["distribution"]
     pretrained_sha256 = save("pretrained", summary["model"], distribution.worker_index)
     # 60 examples in batches of 8: the 8th update takes whole batches into the next pass.
@@ -236,7 +252,7 @@ def jax_multi_host():
         'distribution.strategy="data_parallel"', "data.sequence_length=32",
         "training.num_train_steps=8", "training.batch_size=8", "evaluation.batch_size=16",
         "data.max_train_examples=60", "data.max_eval_examples=40"]),
-        sys.argv[2] + "-finetune", verbose=0, log=lambda *_: None)
+        output + "-finetune", verbose=0, log=lambda *_: None)
     rows = distribution.keras_distribution.distribute_dataset(
         tf.data.Dataset.range(32).batch(8))
     return {

@@ -4,15 +4,15 @@ ModelParallel on 2 host devices, the encoder's layout map splitting attention by
 on 2 and 4 host devices, a SIGKILLed run that resumes, and the TPU wiring (no TPU here).
 
 Devices must be set up before TensorFlow/JAX start, so the distributed parts run in fresh
-processes (tests/training/distributed_programs.py); these tests launch them once, from the
-pytest process of $KBS_OWN_PROCESSES_BACKEND (marker own_processes), and set each child's
-backend themselves.
+processes (tests/training/distributed_programs.py, started by tests/training/processes.py);
+these tests launch them once, from the pytest process of $KBS_OWN_PROCESSES_BACKEND (marker
+own_processes), and set each child's backend themselves. The JAX run over 2 host devices is
+a session fixture (tests/training/conftest.py) that test_multi_host_jax.py reads too.
 """
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,54 +28,14 @@ from keras_bert_suite.distribution import (
     start_distribution,
     tf_strategies,
 )
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-# XLA without LLVM's expensive optimization passes (the Makefile's TEST_XLA_FLAGS): quicker
-# compiles for the JAX programs; every comparison is between runs made with the same flags.
-FAST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-
-
-def _xla_flags(num_devices):
-    return f"{FAST_XLA_FLAGS} --xla_force_host_platform_device_count={num_devices}"
-
-
-def _environment(backend, **extra):
-    environment = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3",
-                   "PYTHONPATH": ROOT, "XLA_FLAGS": FAST_XLA_FLAGS}
-    environment.pop("TF_CONFIG", None)  # only the multi-worker test sets one, in `extra`
-    return {**environment, **extra}
-
-
-def _result(completed_output):
-    lines = [line for line in completed_output.splitlines() if line.startswith("RESULT ")]
-    assert lines, completed_output[-3000:]
-    return json.loads(lines[-1][len("RESULT "):])
-
-
-def _results_of_all(processes, timeout):
-    """Waits for every process; each must succeed and print a RESULT line (all are killed on
-    the first failure)."""
-    results = []
-    try:
-        for process in processes:
-            stdout, stderr = process.communicate(timeout=timeout)
-            assert process.returncode == 0, stderr[-3000:]
-            results.append(_result(stdout))
-    finally:
-        for process in processes:
-            process.kill()
-    return results
-
-
-def _program(name, *args, backend="tensorflow", timeout=600, **extra_environment):
-    completed = subprocess.run(
-        [sys.executable, "-m", "tests.training.distributed_programs", name, *args],
-        cwd=ROOT, env=_environment(backend, **extra_environment), capture_output=True,
-        text=True, timeout=timeout)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return _result(completed.stdout)
+from tests.training.processes import (
+    ROOT,
+    _environment,
+    _free_ports,
+    _program,
+    _results_of_all,
+    _xla_flags,
+)
 
 
 # === Choosing a distribution: errors and the TPU wiring (no devices needed) ===
@@ -283,16 +243,6 @@ def test_mirrored_two_cpus_step_equals_one_device_and_the_runner_trains(tmp_path
     assert (result["finetune_steps"], result["finetune_eval_examples"]) == (2, 40)
 
 
-def _free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def _write_id_files(directory, count=4, per_file=10):
     import tensorflow as tf
 
@@ -334,9 +284,8 @@ def test_multi_worker_two_processes_train_in_lockstep_and_split_the_data(tmp_pat
 
 @pytest.mark.slow
 @pytest.mark.own_processes
-def test_jax_data_and_model_parallel_fit_with_the_layout_map(tmp_path):
-    result = _program("jax_fit", str(tmp_path), backend="jax",
-                      XLA_FLAGS=_xla_flags(2))
+def test_jax_data_and_model_parallel_fit_with_the_layout_map(jax_two_devices):
+    _, result = jax_two_devices
     assert result["backend"] == "jax"
     for strategy in ("none", "data_parallel", "model_parallel"):
         assert result[strategy]["step"] == 4

@@ -1,7 +1,8 @@
 """JAX across hosts, run for real on this machine: two processes on 127.0.0.1 (one CPU device
 each) join one cluster from the KERAS_DISTRIBUTION_* variables, as two hosts would, and run
 the pretraining and then the fine-tuning runner under data_parallel; the same two runs in ONE
-process over 2 local devices are the reference. Then the settings' errors (no processes).
+process over 2 local devices are the reference (the session's `jax_two_devices` run, which
+test_distribution.py reads too). Then the settings' errors (no processes).
 
 The processes need JAX whatever this pytest process runs on (tests/training/
 distributed_programs.py jax_multi_host), so the real run is launched once (own_processes).
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite.distribution import DistributionError, create_distribution
-from tests.training.test_distribution import (
+from tests.training.processes import (
     ROOT,
     _environment,
     _free_ports,
@@ -28,16 +29,13 @@ CLUSTER_VARIABLES = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM
                      "KERAS_DISTRIBUTION_PROCESS_ID")
 
 
-def _start(output, results, process=None, port=None):
-    """`jax_multi_host` as process `process` of a 2-process cluster on `port` (one CPU device),
-    or, with process None, alone over 2 local devices."""
-    environment = _environment("jax", XLA_FLAGS=_xla_flags(2 if process is None else 1))
-    for name in CLUSTER_VARIABLES:
-        environment.pop(name, None)
-    if process is not None:
-        environment.update(KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
-                           KERAS_DISTRIBUTION_NUM_PROCESSES="2",
-                           KERAS_DISTRIBUTION_PROCESS_ID=str(process))
+def _start(output, results, process, port):
+    """`jax_multi_host` as process `process` of a 2-process cluster on `port` (one CPU
+    device each)."""
+    environment = _environment("jax", XLA_FLAGS=_xla_flags(1))
+    environment.update(KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}",
+                       KERAS_DISTRIBUTION_NUM_PROCESSES="2",
+                       KERAS_DISTRIBUTION_PROCESS_ID=str(process))
     return subprocess.Popen(
         [sys.executable, "-m", "tests.training.distributed_programs", "jax_multi_host", output,
          results], cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -51,16 +49,16 @@ def _weights(path):
 
 @pytest.mark.slow
 @pytest.mark.own_processes
-def test_two_jax_processes_train_in_lockstep_like_one_process_with_two_devices(tmp_path):
+def test_two_jax_processes_train_in_lockstep_like_one_process_with_two_devices(
+        jax_two_devices, tmp_path):
     (tmp_path / "cluster").mkdir()
-    (tmp_path / "alone").mkdir()
     shared, other = str(tmp_path / "run"), str(tmp_path / "run-of-process-1")
     port = _free_ports(1)[0]
     chief, worker = _results_of_all([_start(shared, str(tmp_path / "cluster"), 0, port),
                                      _start(other, str(tmp_path / "cluster"), 1, port)],
                                     timeout=400)
-    (alone,) = _results_of_all([_start(str(tmp_path / "alone-run"), str(tmp_path / "alone"))],
-                               timeout=400)
+    one_host, one_host_results = jax_two_devices
+    alone, alone_weights = one_host_results["one_host"], one_host / "weights"
 
     # One mesh of 2 devices, one per process; process 0 is the chief.
     for result, index in ((chief, 0), (worker, 1)):
@@ -86,7 +84,7 @@ def test_two_jax_processes_train_in_lockstep_like_one_process_with_two_devices(t
         for a, b in zip(ours, _weights(tmp_path / "cluster" / f"{name}-1.npz"), strict=True):
             assert np.array_equal(a, b), name
         # ... equal to one process training over 2 devices on the same global batches.
-        for a, b in zip(ours, _weights(tmp_path / "alone" / f"{name}-0.npz"), strict=True):
+        for a, b in zip(ours, _weights(alone_weights / f"{name}-0.npz"), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7, err_msg=name)
     for row, reference in zip(chief["history"], alone["history"], strict=True):
         assert row.keys() == reference.keys()
