@@ -72,12 +72,14 @@ TF_GRAPH_BACKEND ?= $(if $(SPLIT_TENSORFLOW),tensorflow:second,$(word 2,$(BACKEN
 RUNS := $(foreach backend,$(BACKENDS),$(if $(and $(filter tensorflow,$(backend)),$(SPLIT_TENSORFLOW)),tensorflow:first tensorflow:second,$(backend):all))
 # Every temporary file of the run (pytest's tmp_path folders, Beam's and TensorFlow's temporaries,
 # SavedModels, presets) goes under the run's own folder, removed at the end: runs that left
-# them in /tmp filled the disk of a machine that ran the suite many times.
+# them in /tmp filled the disk of a machine that ran the suite many times. Session fixtures
+# that are the same in every process (the family tokenizers learned from SOTU) are made once
+# for the run, in its shared/ folder (KBS_SHARED_FIXTURES, made_once_per_run in tests/conftest.py).
 test: setup data
 	@logs=$$(mktemp -d); mkdir $$logs/tmp; pids=""; \
 	for run in $(RUNS); do \
 		backend=$${run%%:*}; \
-		KBS_SPLIT=$${run#*:} KBS_SPLIT_PATHS="$(TF_SPLIT_PATHS)" $(TEST_JAX_CACHE) KBS_OWN_PROCESSES_BACKEND=$(OWN_PROCESSES_BACKEND) KBS_TF_GRAPH_BACKEND=$(TF_GRAPH_BACKEND) TMPDIR=$$logs/tmp KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 XLA_FLAGS="$(TEST_XLA_FLAGS)" $(BIN)/python -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS) $(TESTS) >$$logs/$$run.log 2>&1 & \
+		KBS_SPLIT=$${run#*:} KBS_SPLIT_PATHS="$(TF_SPLIT_PATHS)" KBS_SHARED_FIXTURES=$$logs/shared $(TEST_JAX_CACHE) KBS_OWN_PROCESSES_BACKEND=$(OWN_PROCESSES_BACKEND) KBS_TF_GRAPH_BACKEND=$(TF_GRAPH_BACKEND) TMPDIR=$$logs/tmp KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 XLA_FLAGS="$(TEST_XLA_FLAGS)" $(BIN)/python -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS) $(TESTS) >$$logs/$$run.log 2>&1 & \
 		pids="$$pids $$!"; \
 	done; \
 	status=0; set -- $$pids; \

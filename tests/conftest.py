@@ -185,17 +185,45 @@ def all_sotu_sentences(sotu_files):
     return split_sentences(sotu_files)
 
 
+def made_once_per_run(name, make, tmp_path_factory):
+    """The directory `make(directory)` fills, made once for all of `make test`'s processes:
+    in $KBS_SHARED_FIXTURES (a folder of the run's own, which the Makefile sets and removes),
+    under a file lock, so the first process that needs it makes it and the others wait and
+    read it. The family tokenizers' models took 13 s of CPU in each of the four processes.
+    Without the variable (a run by hand) each process makes its own in its tmp_path."""
+    shared = os.environ.get("KBS_SHARED_FIXTURES")
+    if not shared:
+        directory = str(tmp_path_factory.mktemp(name))
+        make(directory)
+        return directory
+    import fcntl
+    import shutil
+
+    os.makedirs(shared, exist_ok=True)
+    directory = os.path.join(shared, name)
+    with open(directory + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not os.path.exists(directory + ".done"):  # a process that died mid-way left it
+            shutil.rmtree(directory, ignore_errors=True)
+            os.makedirs(directory)
+            make(directory)
+            open(directory + ".done", "w").close()
+    return directory
+
+
 @pytest.fixture(scope="session")
 def byte_pair_dir(sotu_files, tmp_path_factory):
-    """A RoBERTa-style byte-level BPE (vocab.json + merges.txt), learned by `tokenizers` (~1 s)."""
-    import tokenizers
+    """A RoBERTa-style byte-level BPE (vocab.json + merges.txt), learned by `tokenizers`
+    (3 s of CPU)."""
+    def learn(directory):
+        import tokenizers
 
-    directory = str(tmp_path_factory.mktemp("byte_pair"))
-    learner = tokenizers.ByteLevelBPETokenizer()
-    learner.train(sotu_files, vocab_size=5000, min_frequency=2, show_progress=False,
-                  special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
-    learner.save_model(directory)
-    return directory
+        learner = tokenizers.ByteLevelBPETokenizer()
+        learner.train(sotu_files, vocab_size=5000, min_frequency=2, show_progress=False,
+                      special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+        learner.save_model(directory)
+
+    return made_once_per_run("byte_pair", learn, tmp_path_factory)
 
 
 def albert_prenormalized(text):
@@ -210,21 +238,22 @@ def albert_prenormalized(text):
 @pytest.fixture(scope="session")
 def sentencepiece_dirs(all_sotu_sentences, tmp_path_factory):
     """{"albert": dir with spiece.model, "xlm_roberta": dir with sentencepiece.bpe.model}:
-    unigram models learned by `sentencepiece` with each family's flags (~2 s each)."""
-    import sentencepiece
-
+    unigram models learned by `sentencepiece` with each family's flags (5 s of CPU each)."""
     sample = all_sotu_sentences[::3]
     directories = {}
-    for style, file_name, texts, flags in [
-            ("albert", "spiece", [albert_prenormalized(t) for t in sample],
+    for style, file_name, normalize, flags in [
+            ("albert", "spiece", albert_prenormalized,
              dict(pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
                   control_symbols="[CLS],[SEP],[MASK]")),
-            ("xlm_roberta", "sentencepiece.bpe", sample, {})]:
-        directory = str(tmp_path_factory.mktemp(style))
-        os.makedirs(directory, exist_ok=True)
-        sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=iter(texts), model_prefix=os.path.join(directory, file_name),
-            vocab_size=3000, model_type="unigram", character_coverage=0.99995,
-            minloglevel=2, **flags)
-        directories[style] = directory
+            ("xlm_roberta", "sentencepiece.bpe", None, {})]:
+        def learn(directory, file_name=file_name, normalize=normalize, flags=flags):
+            import sentencepiece
+
+            texts = [normalize(text) for text in sample] if normalize else sample
+            sentencepiece.SentencePieceTrainer.train(
+                sentence_iterator=iter(texts), model_prefix=os.path.join(directory, file_name),
+                vocab_size=3000, model_type="unigram", character_coverage=0.99995,
+                minloglevel=2, **flags)
+
+        directories[style] = made_once_per_run(style, learn, tmp_path_factory)
     return directories
