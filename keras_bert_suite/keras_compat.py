@@ -72,3 +72,28 @@ def gradients_already_summed(optimizer_mixin):
 
     optimizer_mixin._all_reduce_sum_gradients = _all_reduce_sum_gradients
     return optimizer_mixin
+
+
+def update_replaces_weight_decay(optimizer_class):
+    """Class decorator for a Keras optimizer whose update step applies the decoupled weight
+    decay itself: Keras' own decay pass is skipped while `decays_in_update()` is true, and
+    `update_all(grads, variables, learning_rate)` may update every variable at once (it
+    returns False to leave the step to Keras' per-variable `update_step` loop).
+
+    Keras decays in `_apply_weight_decay` (one pass per op per variable) right before it
+    calls `_backend_update_step` (on TensorFlow, the tf.distribute-aware loop over
+    `update_step`); neither is public. Checked with Keras 3.15.1."""
+    keras_update_step = optimizer_class._backend_update_step
+    keras_weight_decay = optimizer_class._apply_weight_decay
+
+    def _apply_weight_decay(self, variables):
+        if not self.decays_in_update():
+            keras_weight_decay(self, variables)
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        if not self.update_all(grads, trainable_variables, learning_rate):
+            keras_update_step(self, grads, trainable_variables, learning_rate)
+
+    optimizer_class._apply_weight_decay = _apply_weight_decay
+    optimizer_class._backend_update_step = _backend_update_step
+    return optimizer_class

@@ -127,6 +127,37 @@ def test_keras_sums_replica_gradients_only_in_the_hook_we_replace():
     assert summed, "Keras' TensorFlow optimizer no longer calls _all_reduce_sum_gradients"
     np.testing.assert_allclose(to_numpy(variable), np.full(3, 0.5))
 
+def test_keras_decays_and_updates_only_in_the_hooks_we_replace():
+    """update_replaces_weight_decay replaces `_apply_weight_decay` and `_backend_update_step`:
+    Keras' `apply` must decay and update there, decay first, and nowhere else (FusedAdamW
+    would otherwise decay twice, or never). Handing both to the optimizer leaves a variable
+    untouched; handing both back gives Keras' AdamW step."""
+    calls = []
+
+    @keras_compat.update_replaces_weight_decay
+    class Probe(keras.optimizers.AdamW):
+        takes_over = True
+
+        def decays_in_update(self):
+            calls.append("decay")
+            return self.takes_over
+
+        def update_all(self, grads, trainable_variables, learning_rate):
+            calls.append("update")
+            return self.takes_over
+
+    for takes_over in (True, False):
+        calls.clear()
+        probe, keras_adamw = Probe(learning_rate=0.1), keras.optimizers.AdamW(learning_rate=0.1)
+        probe.takes_over = takes_over
+        variables = [keras.Variable(np.ones(2, "float32")) for _ in range(2)]
+        for optimizer, variable in zip((probe, keras_adamw), variables):
+            optimizer.apply([keras.ops.ones(2)], [variable])
+        assert calls == ["decay", "update"]
+        expected = np.ones(2) if takes_over else to_numpy(variables[1])
+        np.testing.assert_array_equal(to_numpy(variables[0]), expected)
+    assert not np.allclose(to_numpy(variables[1]), 1.0)
+
 
 # === Public behaviour the library relies on in place of private attributes ===
 
@@ -195,3 +226,4 @@ def test_model_parallel_tensor_layout_is_its_layout_map_entry():
         None, None, "model", None)
     assert distribution.get_tensor_layout("block_3/output/kernel") is None
     assert kd.DataParallel(devices=["cpu:0"]).get_tensor_layout("block_3/qkv/kernel") is None
+

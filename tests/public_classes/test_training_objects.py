@@ -12,7 +12,7 @@ from keras_bert_suite.training import (
     WarmupPolynomialDecay, create_optimizer)
 from keras_bert_suite.training.losses import ReplacedTokenLoss
 from keras_bert_suite.training.metrics import ReplacedTokenAccuracy
-from keras_bert_suite.training.optimizers import AdamW, Lamb
+from keras_bert_suite.training.optimizers import AdamW, FusedAdamW, Lamb
 from tests.harness import (
     assert_all_close, run_loss_test, run_metric_test, run_optimizer_test, run_schedule_test)
 
@@ -37,6 +37,17 @@ def test_adamw():
                       global_clipnorm=1.0)
     run_optimizer_test(optimizer, VARIABLES, GRADIENTS, {
         name: _decayed(name, value, ()) - _adam_first_step(GRADIENTS[name])
+        for name, value in VARIABLES.items()})
+
+
+def test_fused_adamw():
+    """Keras AdamW's step in one fused kernel per variable (tests/training/test_fused_adamw.py
+    compares the two over 10 real steps); bias named out of the decay."""
+    optimizer = FusedAdamW(learning_rate=LR, weight_decay=DECAY, beta_1=B1, beta_2=B2,
+                           epsilon=EPS, global_clipnorm=1.0,
+                           exclude_from_weight_decay_names=["bias"])
+    run_optimizer_test(optimizer, VARIABLES, GRADIENTS, {
+        name: _decayed(name, value, ("bias",)) - _adam_first_step(GRADIENTS[name])
         for name, value in VARIABLES.items()})
 
 
