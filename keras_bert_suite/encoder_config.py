@@ -83,6 +83,9 @@ class EncoderConfig:
     block: str = _field(
         "The kind of transformer block the encoder stacks (`layers/blocks/`): 'bert', the "
         "post-LayerNorm block of BERT and its family.", default="bert")
+    block_options: dict = _field(
+        "None, or the block kind's own settings as a dict, checked by the kind's options "
+        "dataclass (`EncoderPieces.options`; BERT has none).", default=None)
 
     def __post_init__(self):
         _check_family_values(self)
@@ -90,6 +93,11 @@ class EncoderConfig:
             object.__setattr__(self, name, _per_block(name, getattr(self, name),
                                                       self.num_blocks))
         object.__setattr__(self, "causal", bool(self.causal))
+        if self.block_options is not None:
+            if not isinstance(self.block_options, dict):
+                raise ValueError(f"block_options must be None or a dict, got "
+                                 f"{self.block_options!r}.")
+            object.__setattr__(self, "block_options", dict(self.block_options) or None)
         if self.hidden_dim % self.num_heads:
             raise ValueError(f"hidden_dim ({self.hidden_dim}) must be divisible by num_heads "
                              f"({self.num_heads}).")

@@ -181,20 +181,20 @@ def _call(layer, data, call_kwargs):
     return layer(data, **call_kwargs)
 
 
-def _symbolic(data):
-    def spec(x, name=None):
-        x = np.asarray(x)
-        return keras.Input(shape=x.shape[1:], dtype=str(x.dtype), name=name)
-
+def _symbolic(data, name=None):
+    """keras.Input for every array of `data` (nested dicts too: a block's context)."""
     if isinstance(data, dict):
-        return {name: spec(x, name) for name, x in data.items()}
-    return spec(data)
+        return {key: _symbolic(x, key if name is None else f"{name}_{key}")
+                for key, x in data.items()}
+    x = np.asarray(data)
+    return keras.Input(shape=x.shape[1:], dtype=str(x.dtype), name=name)
 
 
 def _input_shapes(layer, data):
     if isinstance(layer, keras.Model) or not isinstance(data, dict):
         return (_shapes(data),), {}
-    return (), {f"{name}_shape": tuple(np.shape(x)) for name, x in data.items()}
+    return (), {f"{name}_shape": keras.tree.map_structure(lambda x: tuple(np.shape(x)), x)
+                for name, x in data.items()}
 
 
 def _is_float(x):
@@ -603,8 +603,6 @@ def run_serving_form_test(encoder, inputs, rtol=1e-4, atol=1e-5):
     import tensorflow as tf
 
     from keras_bert_suite.export.serving_encoder import ServingEncoder
-    from keras_bert_suite.layers.serving.activations import POOLER
-    from keras_bert_suite.layers.serving.attention import key_bias
     from keras_bert_suite.layers.serving.dense import dense, reader
     from keras_bert_suite.layers.serving.embeddings import embeddings
 
@@ -617,31 +615,37 @@ def run_serving_form_test(encoder, inputs, rtol=1e-4, atol=1e-5):
         return to_numpy(x).reshape(batch * length, -1)
 
     x = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"], mask, training=False)
+    pieces = encoder.block_kind.encoder  # what the kind adds around its blocks
     served = embeddings(reader(weights, "embeddings/"), ids["token_ids"], ids["segment_ids"],
                         ids["padding_mask"], encoder.num_segments > 0, encoder.position_offset,
-                        encoder.layer_norm_epsilon)
+                        encoder.layer_norm_epsilon, pieces.position_rows,
+                        pieces.embedding_norm_bias)
     _compare(served.numpy(), flat(x), rtol, atol, "embeddings")
     if encoder.embedding_projection is not None:
         projected = encoder.embedding_projection(x)
         served = dense(tf.constant(flat(x)), reader(weights, "embeddings/projection/"))
         _compare(served.numpy(), flat(projected), rtol, atol, "embedding projection")
         x = projected
-    attention_mask = mask.astype(bool)[:, None, None, :]  # as the encoder passes it
+    keras_inputs = {name: keras.ops.convert_to_tensor(value) for name, value in inputs.items()}
+    context = pieces.context(encoder.parts, keras_inputs)  # as the encoder passes it
+    serving = pieces.serving(encoder.config, reader(weights))
+    served_context = serving.context(ids, batch, length)
     for layer, block_indices in enumerate(encoder.layer_blocks):
         for index in block_indices:
             block = encoder.transformer_layers[index]
-            expected = block(x, attention_mask, training=False)
+            expected = block(x, context, training=False)
             read = reader(weights, f"layer_{index}/")
-            form = encoder.block_kind.serving_form(encoder.config, read)
-            served = form(tf.constant(flat(x)), read, key_bias(ids["padding_mask"]), batch,
-                          length)
+            form = encoder.block_kind.serving_form(encoder.config, read, index)
+            served = form(tf.constant(flat(x)), read, served_context, batch, length)
             _compare(served.numpy(), flat(expected), rtol, atol,
                      f"layer {layer} (block {index})")
             x = expected
-    first = to_numpy(x)[:, 0]
-    served = POOLER[encoder.pooler_activation](dense(tf.constant(first), reader(weights,
-                                                                                "pooler/")))
-    _compare(served.numpy(), to_numpy(encoder.pooler(first)), rtol, atol, "pooler")
+    finished = pieces.finish(encoder.parts, x)
+    served = serving.finish(tf.constant(flat(x)))
+    _compare(served.numpy(), flat(finished), rtol, atol, "after the last block")
+    served = serving.pool(tf.constant(flat(finished)), ids, batch, length)
+    expected = pieces.pool(encoder.parts, finished, keras_inputs)
+    _compare(served.numpy(), to_numpy(expected), rtol, atol, "pooler")
     whole = ServingEncoder(encoder)(ids)
     expected = encoder(inputs, training=False)
     assert sorted(whole) == sorted(expected), (sorted(whole), sorted(expected))

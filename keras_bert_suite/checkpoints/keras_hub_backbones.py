@@ -194,6 +194,9 @@ def backbone_for(config, sentencepiece=False):
     """The KerasHub backbone that holds encoder `config`, else ValueError saying what it
     cannot hold. `sentencepiece`: the model's tokenizer is XLM-R's, so RoBERTa's architecture
     goes to XLMRobertaBackbone."""
+    if config.get("block", "bert") != "bert":
+        raise ValueError(f"KerasHub's BERT-family backbones hold BERT's block, not this "
+                         f"encoder's block={config['block']!r}.")
     if all(config[key] == value for key, value in BERT_FAMILY_DEFAULTS.items()):
         backbone = BACKBONES["BertBackbone"]
     elif config["num_layer_groups"] is not None:

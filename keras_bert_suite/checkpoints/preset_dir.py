@@ -6,7 +6,8 @@
                         (`layer_num_heads`, `layer_intermediate_dims`) and is
                         format_version 3, so an older reader says to upgrade instead of
                         failing on the unknown arguments; so is a causal (left-to-right)
-                        encoder's, with "causal": true. Other presets stay version 2.
+                        encoder's, with "causal": true, and one of another block kind than
+                        BERT's, with "block" and "block_options". Other presets stay version 2.
     model.weights.npz   {canonical weight name: array} (checkpoints/weight_table.py names; also
                         `mlm/...`, `nsp/...` when a pretrainer saved its heads)
                         Version 1 stored each qkv kernel [H, 3H] and bias [3H]; they load
@@ -68,6 +69,8 @@ def save(directory, config, weight_map, vocabulary=None, lowercase=True):
                      if config.get(key) is not None}
         if config.get("causal"):  # a left-to-right encoder: older readers must not drop it
             per_layer["causal"] = True
+        if config.get("block", "bert") != "bert":  # another block kind, and its settings
+            per_layer.update(block=config["block"], block_options=config.get("block_options"))
         write_json(os.path.join(staging, CONFIG_FILE), {
             "format": FORMAT_MARKER,
             "format_version": FORMAT_VERSION if per_layer else UNPRUNED_FORMAT_VERSION,

@@ -34,8 +34,12 @@ it stored that [H, 3H] array and load reshaped: preset directories of format_ver
 (`preset_dir.load`), `.keras` and `.weights.h5` files (the attention layer's qkv projection).
 
 A transformer layer's rows are its block kind's (`BlockKind.weights`, `layers/blocks/`: the
-`layer_{i}/...` rows above are BERT's block, `layers/blocks/bert/`); the encoder's config
-names the kind (`block`, default "bert").
+`layer_{i}/...` rows above are BERT's block, `layers/blocks/bert/`), less those a block lacks
+(`BlockKind.absent`); the encoder's config names the kind (`block`, default "bert"). The kind
+also says which embedding rows there are (`EncoderPieces.position_rows`,
+`embedding_norm_bias`), adds the rows of the layers it builds once per encoder after the blocks
+(`EncoderPieces.weights`, e.g. a final norm) and gives the pooler's rows
+(`EncoderPieces.pooler_weights`; BERT's `pooler/{kernel,bias}` above).
 
 A name is a *template* (`attention/qkv/kernel`) placed under `layer_{i}/` for each transformer
 layer, or used as it is for the embeddings, the pooler and the heads. A template's *module* is
@@ -47,6 +51,7 @@ templates to their own names, and iterate this table, so they produce exactly th
 from typing import NamedTuple, Optional
 
 from keras_bert_suite.layers.blocks import BLOCK_KINDS, block_kind
+from keras_bert_suite.layers.blocks.encoder_pieces import POOLER_WEIGHTS
 
 EMBEDDING_WEIGHTS = {
     "embeddings/token_embedding": ("V", "E"),
@@ -56,10 +61,6 @@ EMBEDDING_WEIGHTS = {
     "embeddings/layer_norm/beta": ("E",),
     "embeddings/projection/kernel": ("E", "H"),
     "embeddings/projection/bias": ("H",),
-}
-POOLER_WEIGHTS = {
-    "pooler/kernel": ("H", "H"),
-    "pooler/bias": ("H",),
 }
 MLM_HEAD_WEIGHTS = {
     "mlm/transform/kernel": ("H", "E"),
@@ -102,17 +103,29 @@ def split_template(template):
     return (module, variable) if variable in VARIABLES else (template, None)
 
 
-def layer_weights(config):
+def _kind(config):
+    return block_kind(config.get("block") or "bert")
+
+
+def layer_weights(config, index=None):
     """{template: shape symbols} of one transformer layer of an encoder of `config`: its block
-    kind's rows, each named `layer_{i}/<template>`."""
-    return block_kind(config.get("block", "bert")).weights
+    kind's rows, each named `layer_{i}/<template>` (block `index`'s only, when given)."""
+    kind = _kind(config)
+    if index is None:
+        return kind.weights
+    absent = kind.absent(config, index)
+    return {template: symbols for template, symbols in kind.weights.items()
+            if template not in absent}
 
 
 def templates():
     """Every template of the table (every block kind's), encoder and heads, in table order."""
-    block_templates = dict.fromkeys(template for kind in BLOCK_KINDS.values()
-                                    for template in kind.weights)
-    return [*EMBEDDING_WEIGHTS, *block_templates, *POOLER_WEIGHTS,
+    kinds = BLOCK_KINDS.values()
+    block_templates = dict.fromkeys(template for kind in kinds for template in kind.weights)
+    encoder_templates = dict.fromkeys(
+        template for kind in kinds
+        for template in (*kind.encoder.weights, *kind.encoder.pooler_weights))
+    return [*EMBEDDING_WEIGHTS, *block_templates, *encoder_templates,
             *(template for head in HEAD_WEIGHTS.values() for template in head)]
 
 
@@ -126,7 +139,8 @@ def dimensions(config):
     return {"V": config["vocabulary_size"], "S": config["num_segments"],
             "P": config["max_sequence_length"] + config.get("position_offset", 0),
             "E": config.get("embedding_dim") or hidden, "H": hidden,
-            "I": config["intermediate_dim"], "N": heads, "Dh": hidden // heads}
+            "I": config["intermediate_dim"], "2I": 2 * config["intermediate_dim"], "N": heads,
+            "Dh": hidden // heads}
 
 
 def num_blocks(config):
@@ -136,26 +150,32 @@ def num_blocks(config):
 
 
 def _has(template, config):
-    """Whether an encoder of `config` has this embedding / pooler weight."""
+    """Whether an encoder of `config` has this embedding weight."""
+    pieces = _kind(config).encoder
     if template.startswith("embeddings/segment_embedding"):
         return config["num_segments"] > 0
     if template.startswith("embeddings/projection/"):
         return config.get("embedding_dim") is not None
+    if template == "embeddings/position_embedding":
+        return pieces.position_rows
+    if template == "embeddings/layer_norm/beta":
+        return pieces.embedding_norm_bias
     return True
 
 
 def encoder_weights(config, shapes=True):
-    """The encoder's `Weight`s in checkpoint order: embeddings, layers, pooler, those that an
-    encoder of `config` (a `BertEncoder` config) has. `shapes=False` leaves the shapes empty
+    """The encoder's `Weight`s in checkpoint order: embeddings, layers, the block kind's layers
+    built once, pooler, those that an encoder of `config` (a `BertEncoder` config) has. `shapes=False` leaves the shapes empty
     (a pruned encoder's differ from layer to layer; the model's variables know them)."""
     sizes = dimensions(config) if shapes else None
     weights = [_weight(name, name, None, symbols, sizes)
                for name, symbols in EMBEDDING_WEIGHTS.items() if _has(name, config)]
     for index in range(num_blocks(config)):
         weights += [_weight(layer_weight_name(index, template), template, index, symbols, sizes)
-                    for template, symbols in layer_weights(config).items()]
+                    for template, symbols in layer_weights(config, index).items()]
+    pieces = _kind(config).encoder
     weights += [_weight(name, name, None, symbols, sizes)
-                for name, symbols in POOLER_WEIGHTS.items()]
+                for name, symbols in {**pieces.weights, **pieces.pooler_weights}.items()]
     return weights
 
 

@@ -20,8 +20,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert_suite.export.cpu_features import require_int8_vnni
-from keras_bert_suite.layers.serving.activations import POOLER
-from keras_bert_suite.layers.serving.attention import attention_bias
 from keras_bert_suite.layers.serving.dense import dense, reader
 from keras_bert_suite.layers.serving.embeddings import embeddings
 from keras_bert_suite.layers.serving.int8_matmul import (
@@ -69,21 +67,23 @@ class ServingEncoder:
         self.kind = encoder.block_kind
         # Each block's serving form, made from the float weights (pruned encoders' blocks
         # differ in shape).
-        self.block_forms = [self.kind.serving_form(encoder.config, self._float_weights(index))
+        self.block_forms = [self.kind.serving_form(encoder.config, self._float_weights(index),
+                                                   index)
                             for index in range(len(encoder.transformer_layers))]
         self.layer_blocks = encoder.layer_blocks
         self.hidden_dim = encoder.hidden_dim
         self.position_offset = encoder.position_offset
-        self.pooler_activation = POOLER[encoder.pooler_activation]
         self.epsilon = float(encoder.layer_norm_epsilon)
         self.return_hidden_states = encoder.return_hidden_states
-        self.causal = encoder.causal
+        self.config = encoder.config
         self._observed = None  # {matmul kernel name: max |input| per channel} while calibrating
         smoothing = self._smoothing(calibration_inputs) if precision == "int8_vnni" else {}
         if precision != "float32":  # the matmul kernels as bf16 / int8 copies, made once
             self.weights = {name: _kernel_copy(name, value, precision, self.kind,
                                                smoothing.get(name))
                             for name, value in self.weights.items()}
+        # The kind's pieces around the blocks (context, finish, pooler) in TensorFlow ops.
+        self.pieces = self.kind.encoder.serving(self.config, reader(self.weights))
 
     def __call__(self, inputs):
         inputs = {name: tf.cast(inputs[name], tf.int32) for name in ENCODER_INPUTS}
@@ -102,13 +102,13 @@ class ServingEncoder:
         weights = self.weights
         return lambda template: weights[f"layer_{index}/{template}"]
 
-    def _block(self, index, x, bias, batch, length):
+    def _block(self, index, x, context, batch, length):
         prefix = f"layer_{index}/"
         observe = None
         if self._observed is not None:
             def observe(name, inputs):
                 self._observe(prefix + name, inputs)
-        return self.block_forms[index](x, reader(self.weights, prefix), bias, batch, length,
+        return self.block_forms[index](x, reader(self.weights, prefix), context, batch, length,
                                        observe)
 
     def _smoothing(self, calibration_inputs):
@@ -173,24 +173,26 @@ class _ServingStages:
         self.layer_blocks = encoder.layer_blocks
 
     def embed(self, inputs):
-        weights = self.encoder.weights
+        weights, pieces = self.encoder.weights, self.encoder.kind.encoder
         x = embeddings(reader(weights, "embeddings/"), inputs["token_ids"], inputs["segment_ids"],
                        inputs["padding_mask"], "embeddings/segment_embedding" in weights,
-                       self.encoder.position_offset, self.encoder.epsilon)  # [B T, E]
+                       self.encoder.position_offset, self.encoder.epsilon,
+                       pieces.position_rows, pieces.embedding_norm_bias)  # [B T, E]
         if "embeddings/projection/kernel" in weights:
             x = dense(x, reader(weights, "embeddings/projection/"))  # [B T, H]
         return x
 
-    def attention_mask(self, inputs):
-        return attention_bias(inputs["padding_mask"], self.encoder.causal)
+    def context(self, inputs):
+        return self.encoder.pieces.context(inputs, self.batch, self.length)
 
-    def block(self, index, x, bias, rows):
-        return self.encoder._block(index, x, bias, self.batch, self.length)
+    def block(self, index, x, context, rows):
+        return self.encoder._block(index, x, context, self.batch, self.length)
 
-    def pool(self, x):
-        first = tf.reshape(x, [self.batch, self.length, self.encoder.hidden_dim])[:, 0]
-        return self.encoder.pooler_activation(dense(first, reader(self.encoder.weights,
-                                                                  "pooler/")))
+    def finish(self, x):
+        return self.encoder.pieces.finish(x)
+
+    def pool(self, x, inputs):
+        return self.encoder.pieces.pool(x, inputs, self.batch, self.length)
 
 
 def _kernel_copy(name, value, precision, kind, smoothing=None):

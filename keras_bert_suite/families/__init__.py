@@ -77,7 +77,10 @@ def family_holding(config):
 def holds(family, config):
     """Whether `family`'s transformers config holds encoder `config` exactly."""
     written = family.encoder_config(family.hf_config(config), "config.json")
-    return all(written.get(key) == config.get(key) for key in ENCODER_CONFIG_KEYS)
+    kind = {"block": "bert", "block_options": None}  # BERT's block unless a config says
+    return all(written.get(key) == config.get(key) for key in ENCODER_CONFIG_KEYS) and all(
+        (written.get(key) or default) == (config.get(key) or default)
+        for key, default in kind.items())
 
 
 def supported_model_types():

@@ -26,6 +26,8 @@ class BertEmbeddings(keras.layers.Layer):
     `position_offset=k` (RoBERTa, XLM-R: k = pad id + 1 = 2): the table has
     max_sequence_length + k rows; real token t (0-based) reads row k + t and padding reads
     row k - 1, as transformers' `create_position_ids_from_input_ids` numbers them.
+    `position_rows=False`: no position table (ModernBERT, DeBERTa-v3: their blocks see
+    positions); `layer_norm_bias=False`: a LayerNorm without offset (ModernBERT).
     """
 
     def __init__(
@@ -38,6 +40,8 @@ class BertEmbeddings(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         position_offset=0,
+        position_rows=True,
+        layer_norm_bias=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -49,6 +53,8 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.position_offset = position_offset
+        self.position_rows = position_rows
+        self.layer_norm_bias = layer_norm_bias
 
         initializer = BertInitializer(stddev=initializer_range)
         self.token_embedding = keras.layers.Embedding(
@@ -60,23 +66,28 @@ class BertEmbeddings(keras.layers.Layer):
                 num_segments, hidden_dim, embeddings_initializer=initializer,
                 dtype=self.dtype_policy, name="segment_embedding")
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+            epsilon=layer_norm_epsilon, center=layer_norm_bias, dtype=self.dtype_policy,
+            name="layer_norm")
         self.dropout_layer = BertDropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, token_ids_shape, segment_ids_shape=None, padding_mask_shape=None):
         self.token_embedding.build(token_ids_shape)
         if self.segment_embedding is not None:
             self.segment_embedding.build(token_ids_shape)
-        self.position_embedding = self.add_weight(
-            name="position_embedding",
-            shape=(self.max_sequence_length + self.position_offset, self.hidden_dim),
-            initializer=BertInitializer(stddev=self.initializer_range),
-        )
+        self.position_embedding = None
+        if self.position_rows:
+            self.position_embedding = self.add_weight(
+                name="position_embedding",
+                shape=(self.max_sequence_length + self.position_offset, self.hidden_dim),
+                initializer=BertInitializer(stddev=self.initializer_range),
+            )
         self.layer_norm.build(tuple(token_ids_shape) + (self.hidden_dim,))
         self.built = True
 
     def call(self, token_ids, segment_ids, padding_mask=None, training=None):
-        x = embed(self, token_ids, segment_ids, self._positions(token_ids, padding_mask))
+        positions = (self._positions(token_ids, padding_mask) if self.position_rows
+                     else None)
+        x = embed(self, token_ids, segment_ids, positions)
         return self.dropout_layer(x, training=training)
 
     # The parts `embed` calls.
@@ -126,6 +137,11 @@ class BertEmbeddings(keras.layers.Layer):
             initializer_range=self.initializer_range,
             position_offset=self.position_offset,
         )
+        # Written only when not BERT's, so configs stay as they were for BERT's family.
+        if not self.position_rows:
+            config["position_rows"] = False
+        if not self.layer_norm_bias:
+            config["layer_norm_bias"] = False
         return config
 
 
@@ -133,12 +149,15 @@ class BertEmbeddings(keras.layers.Layer):
 
 def embed(parts, token_ids, segment_ids, position_rows):
     """LN(token rows + segment rows + position rows), BERT section 3.2 (no segment rows
-    without a segment table: DistilBERT). `parts`: `rows(table, ids)` of "token_embedding" /
+    without a segment table: DistilBERT; none of `position_rows` when it is None).
+    `parts`: `rows(table, ids)` of "token_embedding" /
     "segment_embedding", `has_segments`, `norm(x)` (the LayerNorm)."""
     x = parts.rows("token_embedding", token_ids)
     if parts.has_segments:
         x = x + parts.rows("segment_embedding", segment_ids)
-    return parts.norm(x + position_rows)
+    if position_rows is not None:
+        x = x + position_rows
+    return parts.norm(x)
 
 
 def offset_positions(tokens_before, real, offset):

@@ -7,8 +7,9 @@ import keras
 from keras import ops
 
 from keras_bert_suite.encoder_config import EncoderConfig, with_config_arguments
-from keras_bert_suite.layers import BertEmbeddings, packed_rows
+from keras_bert_suite.layers import BertEmbeddings
 from keras_bert_suite.layers.blocks import MODEL_AXIS, block_kind
+from keras_bert_suite.layers.blocks.encoder_pieces import EncoderPieces, checked_options
 from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.models import lora, quantization, schedule, weight_names
 from keras_bert_suite.layers.initializer import BertInitializer
@@ -24,6 +25,9 @@ class EncoderParts(NamedTuple):
     layer_blocks: list  # per layer, the indices into `blocks` it runs, in order
     pooler: keras.layers.Layer
     causal: bool = False  # a query sees no later position (left-to-right LM)
+    config: object = None  # the EncoderConfig (the block kind's pieces read it)
+    pieces: EncoderPieces = EncoderPieces()  # what the block kind adds around its blocks
+    shared: dict = {}  # the layers the kind builds once per encoder ({module: layer})
 
 
 def _encode(parts, inputs, rows=None, training=None, before_block=None):
@@ -32,8 +36,8 @@ def _encode(parts, inputs, rows=None, training=None, before_block=None):
 
     training: None follows the caller (Keras' call context); a bool sets it for every layer
     here and for the layers the caller runs next (Keras keeps it in the context).
-    rows, before_block and the result: see `schedule.encode` (x [B, T, H] here, the attention
-    mask [B, 1, T, T]).
+    rows, before_block and the result: see `schedule.encode` (x [B, T, H] here; the context
+    is the block kind's, `EncoderPieces.context`: BERT's attention mask [B, 1, T, T]).
     """
     return schedule.encode(_KerasStages(parts, training), inputs, rows, before_block)
 
@@ -45,29 +49,31 @@ class _KerasStages:
         self.parts = parts
         self.layer_blocks = parts.layer_blocks
         # An explicit training=None would reset the context (dropout off): pass only a bool.
-        self.context = {} if training is None else {"training": training}
+        self.call_options = {} if training is None else {"training": training}
 
     def embed(self, inputs):
         x = self.parts.embeddings(inputs["token_ids"], inputs["segment_ids"],
-                                  inputs["padding_mask"], **self.context)  # [B, T, E]
+                                  inputs["padding_mask"], **self.call_options)  # [B, T, E]
         if self.parts.embedding_projection is not None:
             x = self.parts.embedding_projection(x)  # [B, T, H]
         return x
 
-    def attention_mask(self, inputs):
-        return packed_rows.attention_mask(inputs["padding_mask"],
-                                          causal=self.parts.causal)  # [B, 1, T, T]
+    def context(self, inputs):
+        return self.parts.pieces.context(self.parts, inputs)
 
-    def block(self, index, x, attention_mask, rows):
+    def block(self, index, x, context, rows):
         if rows is None:
-            return self.parts.blocks[index](x, attention_mask)
-        return self.parts.blocks[index](x, attention_mask, positions=rows)  # [B, R, H]
+            return self.parts.blocks[index](x, context)
+        return self.parts.blocks[index](x, context, positions=rows)  # [B, R, H]
 
     def gather(self, x, rows):
         return gather_rows(x, rows)
 
-    def pool(self, x):
-        return self.parts.pooler(x[:, 0, :])
+    def finish(self, x):
+        return self.parts.pieces.finish(self.parts, x)
+
+    def pool(self, x, inputs):
+        return self.parts.pieces.pool(self.parts, x, inputs)
 
 
 def _check_model_parallel_split(config, kind):
@@ -178,6 +184,8 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         # the rest of kwargs (name, trainable) go to keras.Model.
         config, kwargs = EncoderConfig.from_arguments(args, kwargs)
         kind = block_kind(config.block)
+        pieces = kind.encoder
+        checked_options(pieces, config.block, config.block_options)
         _check_model_parallel_split(config, kind)
         policy = keras.dtype_policies.get(config.dtype) if config.dtype is not None else None
         hidden_dim = config.hidden_dim
@@ -187,7 +195,8 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
             config.embedding_dim or hidden_dim, dropout=config.dropout,
             layer_norm_epsilon=config.layer_norm_epsilon,
             initializer_range=config.initializer_range,
-            position_offset=config.position_offset, dtype=policy, name="embeddings")
+            position_offset=config.position_offset, position_rows=pieces.position_rows,
+            layer_norm_bias=pieces.embedding_norm_bias, dtype=policy, name="embeddings")
         projection = None
         if config.embedding_dim is not None:  # ALBERT / ELECTRA: narrower embeddings, then E -> H
             projection = keras.layers.Dense(
@@ -195,14 +204,13 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
                 name="embedding_projection")
         blocks = [kind.make(config, index, policy, f"{BLOCK_PREFIX}{index}")
                   for index in range(config.num_blocks)]
+        shared = pieces.layers(config, policy)
         # The pooler is also where a family's classification head starts: RoBERTa's and
         # ELECTRA's dense + tanh / GELU on <s>, DistilBERT's pre_classifier + ReLU.
-        pooler = keras.layers.Dense(
-            hidden_dim, activation=config.pooler_activation, kernel_initializer=initializer,
-            dtype=policy, name="pooler")
+        pooler = pieces.pooler(config, policy)
         layer_blocks = config.layer_schedule
         parts = EncoderParts(embeddings, projection, blocks, layer_blocks, pooler,
-                             config.causal)
+                             config.causal, config, pieces, shared)
 
         # === Functional graph ===
         token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
@@ -225,6 +233,8 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         self.embedding_projection = projection
         self.transformer_layers = blocks
         self.pooler = pooler
+        # The block kind's layers built once (`EncoderPieces.layers`), by module name.
+        self.shared_layers = shared
         self.layer_blocks = layer_blocks
         # LoRA is enabled below (it checks the built layers), and recorded then.
         self._encoder_config = config.replace(lora_rank=None, lora_alpha=None)
@@ -248,12 +258,14 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
         forward pass itself (distillation reads every layer's hidden state)."""
         return EncoderParts(self.embeddings, self.embedding_projection,
                             self.transformer_layers, self.layer_blocks, self.pooler,
-                            self.causal)
+                            self.causal, self.config, self.block_kind.encoder,
+                            self.shared_layers)
 
     def encode(self, inputs, training=None, before_block=None):
         """(sequence output [B, T, H], pooled output [B, H], hidden states: the embedding
         output and every layer's output), from one forward pass; `before_block(index, x,
-        attention_mask)` sees each block's input (shared blocks once per run)."""
+        context)` sees each block's input and context (BERT's: the attention mask; shared
+        blocks once per run)."""
         return _encode(self.parts, inputs, training=training, before_block=before_block)
 
     def block_at(self, layer):

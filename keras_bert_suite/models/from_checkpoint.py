@@ -24,7 +24,8 @@ def encoder_from_checkpoint(cls, checkpoint, preset, load_weights=True, **overri
     encoder = cls(**{**checkpoint.config, **overrides})
     if checkpoint.weights is not None:
         variables = encoder.weight_map()
-        if "pooler/kernel" not in checkpoint.weights:  # e.g. transformers' token classifier
+        # e.g. transformers' token classifier
+        if not any(name.startswith("pooler/") for name in checkpoint.weights):
             logger.warning("Preset '%s' has no pooler weights: the pooler is randomly "
                            "initialised (only [CLS]-pooling heads read it).", preset)
             variables = {name: variable for name, variable in variables.items()

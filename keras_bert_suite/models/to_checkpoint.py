@@ -38,8 +38,8 @@ from keras_bert_suite.checkpoints.keras_hub_names import (
     CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES)
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub, writes_tokenizer
 from keras_bert_suite.checkpoints.task_heads import (
-    BASE_MODEL, ENCODER_FORM, ENCODER_POOLER, PRETRAINING, REPLACED_TOKEN, CheckpointForm,
-    TransformersHead)
+    BASE_MODEL, ENCODER_FORM, ENCODER_POOLER, NOT_HELD, PRETRAINING, REPLACED_TOKEN,
+    CheckpointForm, TransformersHead)
 from keras_bert_suite.families import family_holding, family_of_model_type, holds
 from keras_bert_suite.families.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 from keras_bert_suite.models.encoder import BertEncoder
@@ -73,6 +73,9 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     if isinstance(form.transformers, TransformersHead):
         module, pooler = form.transformers.in_family(family.name)
         architecture = family.class_name(form.transformers.suffix)
+        if pooler == NOT_HELD:
+            raise ValueError(f"save_huggingface: {architecture} computes its task otherwise "
+                             f"than this model does. " + _OUR_FORMATS.format(what="it"))
         dense = model.head_layer
         head_tensors = {f"{module}.weight": _numpy(dense.kernel).T,
                         f"{module}.bias": _numpy(dense.bias)}
@@ -291,6 +294,8 @@ def _config_and_weights(model, function):
     encoder = _encoder(model)
     _refuse_per_layer_sizes(encoder, function)
     config = {key: encoder.get_config()[key] for key in ENCODER_CONFIG_KEYS}
+    if encoder.block != "bert":  # another block kind: only its family's format holds it
+        config.update(block=encoder.block, block_options=encoder.block_options)
     # a task's preset weights: the encoder's, and the pretraining heads that travel with it
     variables = encoder.weight_map() if model is encoder else model.preset_weights()
     return config, {key: _numpy(variable) for key, variable in variables.items()}
@@ -378,6 +383,8 @@ def _refuse_other_families(config, function, holder="BERT's architecture"):
     `keras_hub_backbones.backbone_for`.)"""
     differs = {key: config[key] for key, bert in BERT_FAMILY_DEFAULTS.items()
                if config[key] != bert}
+    if config.get("block", "bert") != "bert":
+        differs["block"] = config["block"]
     _refuse_values(differs, f"{function} writes {holder}, and this encoder has family "
                    f"arguments ({{described}}) that the format cannot hold.", "every family")
 

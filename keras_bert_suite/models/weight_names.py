@@ -25,7 +25,6 @@ _MODULES = {
     "embeddings/position_embedding": lambda encoder: encoder.embeddings.position_embedding,
     "embeddings/layer_norm": lambda encoder: encoder.embeddings.layer_norm,
     "embeddings/projection": lambda encoder: encoder.embedding_projection,
-    "pooler": lambda encoder: encoder.pooler,
     "mlm/transform": lambda head: head.transform,
     "mlm/layer_norm": lambda head: head.layer_norm,
     "mlm/output_bias": lambda head: head.output_bias,
@@ -40,9 +39,17 @@ def encoder_variables(encoder):
     blocks, modules = encoder.transformer_layers, encoder.block_kind.modules
 
     def holder(weight, module):
-        if weight.layer is None:
+        if weight.layer is not None:
+            return modules[module](blocks[weight.layer])
+        if module in _MODULES:
             return _MODULES[module](encoder)
-        return modules[module](blocks[weight.layer])
+        if module == "pooler" or module.startswith("pooler/"):
+            # "pooler/a/b": the pooler layer's attribute a.b (`EncoderPieces.pooler_weights`)
+            found = encoder.pooler
+            for name in module.split("/")[1:]:
+                found = getattr(found, name)
+            return found
+        return encoder.shared_layers[module]  # a layer the block kind builds once
 
     # Which weights exist follows the architecture arguments (not get_config, which also
     # walks every layer for the quantization record).

@@ -6,8 +6,9 @@ A kind lives in its own folder (`bert/`: BERT's post-LayerNorm block) and regist
 in its schedule; LoRA, pruning, int8 export, the layout map and the weight table read the
 kind's declarations below and never a block's sublayers by name.
 
-The block layer itself (`layer`) answers, besides its call (x, attention mask, positions):
-`intermediate_activations(x, mask)` (the prunable neurons' activations, for pruning's
+The block layer itself (`layer`) answers, besides its call (x, context, positions; the
+context is what `EncoderPieces.context` computes once per pass: BERT's attention mask):
+`intermediate_activations(x, context)` (the prunable neurons' activations, for pruning's
 scores), `queries_keys_values(x)` and `attention_width` (MiniLM distillation's relations).
 
 Weight templates are the kind's rows of the weight table (`checkpoints/weight_table.py`),
@@ -16,6 +17,8 @@ last part when that is a variable (`attention/qkv/kernel` -> `attention/qkv`).
 """
 
 from typing import Callable, NamedTuple, Optional
+
+from keras_bert_suite.layers.blocks.encoder_pieces import EncoderPieces
 
 # In `BlockKind.layout`: the mesh axis the model is split over.
 MODEL_AXIS = "model"
@@ -58,15 +61,21 @@ class BlockKind(NamedTuple):
     units: {"heads": Units, "neurons": Units}: what pruning removes.
     layout: {template: axes} of a Megatron-style split, MODEL_AXIS where the model axis goes
         (the block's Keras variable paths are its templates).
-    serving_form: (EncoderConfig, read) -> f(x [B T, H], read, bias, batch, length,
-        observe) computing the block in TensorFlow ops; `read(template)` gives the float
-        weights when the form is made (shapes) and the export's copies when it runs.
+    serving_form: (EncoderConfig, read, block index) -> f(x [B T, H], read, context, batch,
+        length, observe) computing the block in TensorFlow ops; `read(template)` gives the
+        float weights when the form is made (shapes) and the export's copies when it runs;
+        `context`: the serving pieces' (`EncoderPieces.serving`; BERT's attention bias).
     precision_overrides: {template: {export precision: the precision its kernel keeps
         instead}} (e.g. a matmul whose inputs int8 cannot hold well).
     smoothed_inputs: {kernel template: the LayerNorm module (or BLOCK_INPUT) whose output it
         multiplies}: int8_vnni smooths those inputs.
     output_norm: the LayerNorm module whose output is the block's output (what the next
         block's BLOCK_INPUT kernels multiply), or None (a pre-norm block).
+    encoder: what the kind adds around its blocks (`EncoderPieces`: embeddings' form, layers
+        built once, the blocks' context, what runs after the last block, the pooler, the
+        kind's `block_options`); the default is BERT's.
+    absent: (EncoderConfig as a dict, block index) -> the templates that block lacks (a
+        first block without its attention norm), default none.
     """
 
     name: str
@@ -81,4 +90,6 @@ class BlockKind(NamedTuple):
     precision_overrides: dict
     smoothed_inputs: dict
     output_norm: Optional[str]
+    encoder: EncoderPieces = EncoderPieces()
+    absent: Callable = lambda config, index: frozenset()
 

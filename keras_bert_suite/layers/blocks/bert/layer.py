@@ -11,6 +11,7 @@ from keras_bert_suite.layers.gelu import feed_forward_activation
 from keras_bert_suite.layers.lora_dense import LoraDense
 from keras_bert_suite.layers.initializer import BertInitializer
 from keras_bert_suite.layers.blocks.bert import math
+from keras_bert_suite.layers.blocks.keras_parts import KerasParts
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
@@ -135,25 +136,14 @@ class TransformerBlock(keras.layers.Layer):
         return config
 
 
-class _Sublayers:
+class _Sublayers(KerasParts):
     """A TransformerBlock's sublayers under the names its math calls them by (`math.py`)."""
 
     def __init__(self, block, attention_mask, training):
-        self.block, self.attention_mask, self.training = block, attention_mask, training
-        self.denses = {"intermediate": block.intermediate_dense, "output": block.output_dense}
+        super().__init__(block, {"intermediate": block.intermediate_dense,
+                                 "output": block.output_dense}, training)
+        self.attention_mask = attention_mask
 
     def attention(self, x, queries):
         return self.block.attention(x, self.attention_mask, training=self.training,
                                     queries=queries)
-
-    def dense(self, module, x):
-        return self.denses[module](x)
-
-    def norm(self, module, x):
-        return getattr(self.block, module)(x)
-
-    def activation(self, x):
-        return self.block._activation(x)
-
-    def dropout(self, name, x):
-        return getattr(self.block, name)(x, training=self.training)

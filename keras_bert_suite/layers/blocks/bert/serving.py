@@ -43,8 +43,8 @@ class _ServingParts:
         return x
 
 
-def form(config, read):
-    """The block's serving form for an encoder of `config` (an EncoderConfig): its heads
+def form(config, read, index):
+    """Block `index`'s serving form for an encoder of `config` (an EncoderConfig): its heads
     from the [H, 3, N, Dh] qkv kernel (`read` gives the float weights: pruned blocks differ)."""
     num_heads, head_dim = tuple(read("attention/qkv/kernel").shape[2:])
     activation, epsilon = config.activation, float(config.layer_norm_epsilon)
