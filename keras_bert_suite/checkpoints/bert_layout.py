@@ -29,7 +29,8 @@ def encoder_weights(config, adapter, tree=BERT_TREE):
     pooler; see `encoder_from_checkpoint`)."""
     table = weight_table.encoder_weights(config)
     pooler = [weight for weight in table if weight.name.startswith("pooler/")]
-    if "pooler" not in tree.modules or not adapter.has(*_location(pooler[0], tree, config)):
+    first = weight_table.split_template(pooler[0].template)[0]
+    if first not in tree.modules or not adapter.has(*_location(pooler[0], tree, config)):
         table = [weight for weight in table if weight not in pooler]
     return _read(table, adapter, tree, config)
 
@@ -47,12 +48,15 @@ _HEAD_MODULE_NAMES = frozenset(
 
 def head_weights(config, adapter, tree=BERT_TREE):
     """The MLM and NSP head weights that the checkpoint has (a head is all there or absent;
-    a tree that does not name a head has none)."""
+    a tree that does not name a head has none). A head is there when its first and last
+    weights are: ModernBERT's task classes keep a prediction head where its masked-LM
+    class keeps the MLM transform, without the decoder."""
     weights = {}
     for head in weight_table.HEAD_WEIGHTS:
         table = weight_table.head_weights(head, config)
         module = weight_table.split_template(table[0].template)[0]
-        if module in tree.modules and adapter.has(*_location(table[0], tree, config)):
+        if module in tree.modules and all(adapter.has(*_location(weight, tree, config))
+                                          for weight in (table[0], table[-1])):
             weights.update(_read(table, adapter, tree, config))
     return weights
 
@@ -78,7 +82,13 @@ def _location(weight, tree, config):
 
 def _stacked_qkv(adapter, path, variable, shape, tree):
     """Our one query | key | value projection from BERT's three. Each [H, H] kernel's columns
-    are already head-major (BERT's transpose_for_scores), so stacking and reshaping is exact."""
+    are already head-major (BERT's transpose_for_scores), so stacking and reshaping is exact.
+    A tree without `qkv` modules keeps the three fused, query | key | value, each head-major
+    (ModernBERT's Wqkv): reshaping it is exact too."""
+    if not tree.qkv:
+        fused = (shape[0], int(np.prod(shape[1:]))) if variable == "kernel" else (
+            int(np.prod(shape)),)
+        return adapter.get(path, variable, fused).reshape(shape)
     if variable == "kernel":  # 3 x [H, H] -> [H, 3, N, Dh]
         hidden = shape[0]
         parts = [adapter.get(f"{path}.{part}", variable, (hidden, hidden)) for part in tree.qkv]
@@ -105,6 +115,10 @@ def write_weights(weights, config, adapter, tree=BERT_TREE):
         value = np.asarray(weights[weight.name])
         if not weight.template.startswith("attention/qkv/"):
             adapter.put(path, variable, value)
+            continue
+        if not tree.qkv:  # one fused projection: [H, 3 N Dh] or [3 N Dh]
+            fused = value.reshape(value.shape[0], -1) if variable == "kernel" else value.ravel()
+            adapter.put(path, variable, np.ascontiguousarray(fused))
             continue
         hidden = int(np.prod(weight.shape[-2:]))  # N * Dh
         parts = (value.reshape(-1, 3, hidden).transpose(1, 0, 2) if variable == "kernel"

@@ -15,10 +15,10 @@ import json
 import os
 
 from keras_bert_suite.checkpoint_errors import CheckpointMismatchError, UnsupportedCheckpointError
-from keras_bert_suite.checkpoints import bert_layout
+from keras_bert_suite.checkpoints import bert_layout, weight_table
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.tensors import TensorSource
-from keras_bert_suite.checkpoints.task_heads import ENCODER_POOLER, TransformersHead
+from keras_bert_suite.checkpoints.task_heads import ENCODER_POOLER, NOT_HELD, TransformersHead
 from keras_bert_suite.families import family_of_model_type, supported_model_types
 
 NAME = "Hugging Face BERT-family directory"
@@ -81,6 +81,10 @@ def _task_head(source, hf_config, config, family, head):
     if not any(name.endswith(head.suffix) for name in architectures) or (
             f"{module}.weight" not in source):
         return None
+    if pooler == NOT_HELD:
+        raise UnsupportedCheckpointError(
+            f"{family.class_name(head.suffix)} computes its task otherwise than this task "
+            f"model does; load the encoder alone (BertEncoder.from_preset) instead.")
     hidden = config["hidden_dim"]
     labels = hf_config.get("id2label") or {}
     units = head.units or len(labels) or hf_config.get("num_labels", 2)
@@ -88,12 +92,22 @@ def _task_head(source, hf_config, config, family, head):
     default = names == [f"LABEL_{index}" for index in range(len(names))]
     pooler_weights = {}
     if pooler not in (None, ENCODER_POOLER):
-        pooler_weights = {"pooler/kernel": source.get(f"{pooler}.weight", (hidden, hidden)).T,
-                          "pooler/bias": source.get(f"{pooler}.bias", (hidden,))}
+        adapter = _Adapter(source, "")
+        for weight in weight_table.encoder_weights(config):
+            if weight.name.startswith("pooler/"):
+                part, variable = weight_table.split_template(weight.template)
+                pooler_weights[weight.name] = adapter.get(
+                    pooler_module_path(pooler, part), variable, weight.shape)
     return {"kernel": source.get(f"{module}.weight", (units, hidden)).T,
             "bias": source.get(f"{module}.bias", (units,)),
             "label_names": None if default or not names else names,
             "pooler": pooler_weights}
+
+
+def pooler_module_path(pooler, module):
+    """Where a task class that keeps our pooler at module `pooler` ("classifier.dense",
+    "head") keeps the pooler's `module` ("pooler", "pooler/dense")."""
+    return pooler + module[len("pooler"):].replace("/", ".")
 
 
 def tensor_name(module, variable):

@@ -15,8 +15,9 @@ import numpy as np
 
 from keras_bert_suite.checkpoints import bert_layout
 from keras_bert_suite.checkpoints import tokenizer_json
+from keras_bert_suite.checkpoints import weight_table
 from keras_bert_suite.checkpoints.huggingface import (
-    is_output_bias, output_bias_names, tensor_name)
+    is_output_bias, output_bias_names, pooler_module_path, tensor_name)
 from keras_bert_suite.checkpoints.preset_dir import write_json
 from keras_bert_suite.checkpoints.task_heads import ENCODER_POOLER
 from keras_bert_suite.families.bert import FAMILY as BERT
@@ -46,9 +47,13 @@ def huggingface_tensors(config, weights, architecture, head_tensors=None, family
                       head_paths=bert_layout.head_paths(family.tree))
     bert_layout.write_weights(weights, config, adapter, family.tree)
     tensors = adapter.tensors
-    if pooler not in (None, ENCODER_POOLER):  # RoBERTa's classifier.dense, ...
-        tensors[f"{pooler}.weight"] = _float32(np.asarray(weights["pooler/kernel"]).T)
-        tensors[f"{pooler}.bias"] = _float32(weights["pooler/bias"])
+    if pooler not in (None, ENCODER_POOLER):  # RoBERTa's classifier.dense, ModernBERT's head
+        for name, value in weights.items():
+            if name.startswith("pooler/"):
+                module, variable = weight_table.split_template(name)
+                value = np.asarray(value)
+                tensors[tensor_name(pooler_module_path(pooler, module), variable)] = _float32(
+                    value.T if variable == "kernel" else value)
     for name, value in (head_tensors or {}).items():
         tensors[name] = _float32(value)
     return tensors

@@ -93,7 +93,8 @@ def wordpiece_arguments(data, config):
 
 
 def byte_pair_arguments(data, config):
-    """BytePairTokenizer's arguments: vocabulary, merges, special_tokens."""
+    """BytePairTokenizer's arguments: vocabulary, merges, special_tokens, packer_layout
+    ("bert" for a template that packs [CLS] A [SEP] B [SEP], as ModernBERT's does)."""
     model = data["model"]
     pre_tokenizer = data.get("pre_tokenizer") or {}
     _expect(pre_tokenizer.get("type") == "ByteLevel", "pre_tokenizer", pre_tokenizer.get("type"),
@@ -106,8 +107,28 @@ def byte_pair_arguments(data, config):
     _expect(not model.get("dropout"), "model.dropout", model.get("dropout"), "null")
     merges = [" ".join(merge) if isinstance(merge, list) else merge for merge in model["merges"]]
     vocabulary = _by_id(model["vocab"])
-    return {"vocabulary": vocabulary, "merges": merges,
-            "special_tokens": _special_tokens(data, config, vocabulary)}
+    special_tokens = _special_tokens(data, config, vocabulary)
+    return {"vocabulary": vocabulary, "merges": merges, "special_tokens": special_tokens,
+            "packer_layout": _packer_layout(data.get("post_processor"), special_tokens)}
+
+
+def _packer_layout(post_processor, special_tokens):
+    """"bert" when the post-processor is the template CLS A SEP (B SEP) with B's segment 1,
+    else RoBERTa's ("roberta": its RobertaProcessing, or none)."""
+    if _type(post_processor) != "TemplateProcessing":
+        return "roberta"
+    ids = {special_tokens[role]: 0 for role in ("cls", "sep")}  # only the shape is compared
+    bert = _template(special_tokens, ids, pair_separator_twice=False)
+
+    def shape(template):  # the pieces without ids: which token or sequence, which segment
+        return [sorted((kind, tuple(sorted(value.items()))) for kind, value in piece.items())
+                for piece in template]
+
+    if shape(post_processor.get("single", [])) == shape(bert["single"]) and shape(
+            post_processor.get("pair", [])) == shape(bert["pair"]):
+        return "bert"
+    raise ValueError(f"{FILE}'s TemplateProcessing post-processor packs neither "
+                     f"[CLS] A [SEP] B [SEP] (segments 0, 1) nor RoBERTa's pairs.")
 
 
 def sentencepiece_arguments(data, config):
@@ -227,16 +248,19 @@ def wordpiece_json(vocabulary, lowercase, max_input_chars_per_word, special_toke
                "max_input_chars_per_word": int(max_input_chars_per_word), "vocab": ids})
 
 
-def byte_pair_json(vocabulary, merges, special_tokens):
+def byte_pair_json(vocabulary, merges, special_tokens, packer_layout="roberta"):
     ids = {token: index for index, token in enumerate(vocabulary)}
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
                   "use_regex": True}
+    post_processor = {"type": "RobertaProcessing",
+                      "sep": [special_tokens["sep"], ids[special_tokens["sep"]]],
+                      "cls": [special_tokens["cls"], ids[special_tokens["cls"]]],
+                      "trim_offsets": True, "add_prefix_space": False}
+    if packer_layout == "bert":  # [CLS] A [SEP] B [SEP] (ModernBERT's)
+        post_processor = _template(special_tokens, ids, pair_separator_twice=False)
     return _document(
         vocabulary, special_tokens, normalizer=None, pre_tokenizer=byte_level,
-        post_processor={"type": "RobertaProcessing",
-                        "sep": [special_tokens["sep"], ids[special_tokens["sep"]]],
-                        "cls": [special_tokens["cls"], ids[special_tokens["cls"]]],
-                        "trim_offsets": True, "add_prefix_space": False},
+        post_processor=post_processor,
         decoder=byte_level,
         model={"type": "BPE", "dropout": None, "unk_token": None,
                "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": False,

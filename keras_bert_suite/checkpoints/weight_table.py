@@ -80,6 +80,8 @@ RTD_HEAD_WEIGHTS = {
     "rtd/prediction/kernel": ("H", 1),
     "rtd/prediction/bias": (1,),
 }
+# What a masked-LM head without biases lacks (`EncoderPieces.mlm_bias`).
+MLM_BIASES = ("mlm/transform/bias", "mlm/layer_norm/beta")
 # The pretraining heads, each loaded only when a checkpoint has it.
 HEAD_WEIGHTS = {"mlm": MLM_HEAD_WEIGHTS, "nsp": NSP_HEAD_WEIGHTS, "rtd": RTD_HEAD_WEIGHTS}
 
@@ -165,8 +167,9 @@ def _has(template, config):
 
 def encoder_weights(config, shapes=True):
     """The encoder's `Weight`s in checkpoint order: embeddings, layers, the block kind's layers
-    built once, pooler, those that an encoder of `config` (a `BertEncoder` config) has. `shapes=False` leaves the shapes empty
-    (a pruned encoder's differ from layer to layer; the model's variables know them)."""
+    built once, pooler, those that an encoder of `config` (a `BertEncoder` config) has.
+    `shapes=False` leaves the shapes empty (a pruned encoder's differ from layer to layer;
+    the model's variables know them)."""
     sizes = dimensions(config) if shapes else None
     weights = [_weight(name, name, None, symbols, sizes)
                for name, symbols in EMBEDDING_WEIGHTS.items() if _has(name, config)]
@@ -180,10 +183,13 @@ def encoder_weights(config, shapes=True):
 
 
 def head_weights(head, config=None):
-    """The `Weight`s of one pretraining head ("mlm", "nsp" or "rtd")."""
+    """The `Weight`s of one pretraining head ("mlm", "nsp" or "rtd"); with a `config`, those
+    an encoder of it has (no masked-LM biases where the block kind says so)."""
     sizes = dimensions(config) if config is not None else None
-    return [_weight(name, name, None, symbols, sizes)
-            for name, symbols in HEAD_WEIGHTS[head].items()]
+    rows = HEAD_WEIGHTS[head]
+    if config is not None and not _kind(config).encoder.mlm_bias:
+        rows = {name: symbols for name, symbols in rows.items() if name not in MLM_BIASES}
+    return [_weight(name, name, None, symbols, sizes) for name, symbols in rows.items()]
 
 
 def encoder_weight_shapes(config):

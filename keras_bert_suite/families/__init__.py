@@ -57,9 +57,10 @@ class Family(NamedTuple):
 
 def families():
     """Every family, BERT first."""
-    from keras_bert_suite.families import albert, bert, distilbert, electra, roberta
+    from keras_bert_suite.families import albert, bert, distilbert, electra, modernbert, roberta
 
-    return [bert.FAMILY, roberta.FAMILY, distilbert.FAMILY, electra.FAMILY, albert.FAMILY]
+    return [bert.FAMILY, roberta.FAMILY, distilbert.FAMILY, electra.FAMILY, albert.FAMILY,
+            modernbert.FAMILY]
 
 
 def family_of_model_type(model_type):

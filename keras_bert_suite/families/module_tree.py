@@ -10,7 +10,8 @@ class ModuleTree(NamedTuple):
 
     modules: table module -> module path; a transformer layer's under `layer_path`.
     layer_path: (block index, encoder config) -> the path of that transformer block.
-    qkv: the three modules under modules["attention/qkv"] that hold query, key and value.
+    qkv: the three modules under modules["attention/qkv"] that hold query, key and value;
+        empty when it is one fused module (ModernBERT's Wqkv).
     group_pattern: a regex whose group 1 numbers the groups of blocks (one block each but
         ALBERT's `layers_per_group`), for the check that a checkpoint has no more than its
         config says.

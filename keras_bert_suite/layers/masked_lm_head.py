@@ -27,6 +27,8 @@ class MaskedLMHead(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal kernel initializer.
         activation: the transform's GELU, "gelu" (exact erf, BERT, RoBERTa, DistilBERT,
             ELECTRA) or "gelu_approximate" (tanh, ALBERT): the encoder's `activation`.
+        use_bias: whether the transform and its LayerNorm have biases (False: ModernBERT's
+            prediction head).
 
     Inputs: `sequence_output` [B, T, H] and `mask_positions` [B, P] integer indices into T;
     or, with `mask_positions=None`, the hidden states already gathered, [B, P, H].
@@ -38,8 +40,9 @@ class MaskedLMHead(keras.layers.Layer):
     """
 
     def __init__(self, token_embedding, layer_norm_epsilon=1e-12, initializer_range=0.02,
-                 activation="gelu", **kwargs):
+                 activation="gelu", use_bias=True, **kwargs):
         super().__init__(**kwargs)
+        self.use_bias = use_bias
         self.token_embedding = token_embedding
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
@@ -49,11 +52,12 @@ class MaskedLMHead(keras.layers.Layer):
         self.embedding_dim = token_embedding.output_dim
 
         self.transform = keras.layers.Dense(
-            self.embedding_dim,
+            self.embedding_dim, use_bias=use_bias,
             kernel_initializer=BertInitializer(stddev=initializer_range),
             dtype=self.dtype_policy, name="transform")
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+            epsilon=layer_norm_epsilon, center=use_bias, dtype=self.dtype_policy,
+            name="layer_norm")
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
         if not self.token_embedding.built:
@@ -87,6 +91,8 @@ class MaskedLMHead(keras.layers.Layer):
             initializer_range=self.initializer_range,
             activation=self.activation,
         )
+        if not self.use_bias:  # written only when not BERT's, as before
+            config["use_bias"] = False
         return config
 
     @classmethod

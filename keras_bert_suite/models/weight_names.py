@@ -82,6 +82,8 @@ def _variables(table, holder):
         found = holder(weight, module)
         if variable is None:
             variables[weight.name] = found
+        elif getattr(found, variable, None) is None and variable in ("bias", "beta"):
+            continue  # a layer without bias (ModernBERT's masked-LM head)
         else:  # a quantized model's kernels read back as floats (embedding tables: above)
             variables[weight.name] = (float_kernel(found) if variable == "kernel"
                                       else getattr(found, variable))

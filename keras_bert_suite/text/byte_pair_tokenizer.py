@@ -44,6 +44,8 @@ class BytePairTokenizer(Tokenizer):
             skipped) or a list of such strings.
         special_tokens: {role: token} for "unknown", "cls", "sep", "pad", "mask"; RoBERTa's
             `<unk> <s> </s> <pad> <mask>` by default.
+        packer_layout: how a pair is packed: "roberta" (`<s> a </s></s> b </s>`, the
+            default) or "bert" (`[CLS] a [SEP] b [SEP]`, ModernBERT's tokenizer.json).
 
     Call: strings [B] (or a scalar) -> int32 ids, a [B, None] `tf.RaggedTensor`.
 
@@ -62,8 +64,13 @@ class BytePairTokenizer(Tokenizer):
     keras_hub_classes = {"RobertaTokenizer": {}}
     keras_hub_files = ("vocabulary.json", "merges.txt")
 
-    def __init__(self, vocabulary, merges, special_tokens=None, **kwargs):
+    def __init__(self, vocabulary, merges, special_tokens=None, packer_layout="roberta",
+                 **kwargs):
         super().__init__(**kwargs)
+        if packer_layout not in ("roberta", "bert"):
+            raise ValueError(f"packer_layout must be 'roberta' or 'bert', got "
+                             f"{packer_layout!r}.")
+        self.packer_layout = packer_layout
         self._index_vocabulary(_load_vocabulary(vocabulary))
         self.merges = _load_merges(merges)
         self.special_tokens = dict(special_tokens or ROBERTA_SPECIAL_TOKENS)
@@ -102,8 +109,11 @@ class BytePairTokenizer(Tokenizer):
         return ids, ids.with_values(piece_start), ids.with_values(piece_start + sizes)
 
     def get_config(self):
-        return {**super().get_config(), "vocabulary": list(self.vocabulary),
-                "merges": list(self.merges), "special_tokens": dict(self.special_tokens)}
+        config = {**super().get_config(), "vocabulary": list(self.vocabulary),
+                  "merges": list(self.merges), "special_tokens": dict(self.special_tokens)}
+        if self.packer_layout != "roberta":  # RoBERTa's configs stay as they were
+            config["packer_layout"] = self.packer_layout
+        return config
 
     # === its files ===
 
@@ -129,7 +139,7 @@ class BytePairTokenizer(Tokenizer):
         self.save_files(directory)
         tokenizer_json.save(
             directory, tokenizer_json.byte_pair_json(
-                self.get_vocabulary(), self.merges, self.special_tokens),
+                self.get_vocabulary(), self.merges, self.special_tokens, self.packer_layout),
             "RobertaTokenizer", self.special_tokens, model_max_length)
 
     def keras_hub_tokenizer(self):

@@ -80,6 +80,12 @@ def tokenizer_from_preset(preset, **kwargs):
             f"{directory} holds two different tokenizers: {type(tokenizer).__name__}'s files "
             f"and a {tokenizer_json.FILE} of another vocabulary or merges. Remove the one the "
             "model was not trained with.")
+    if isinstance(tokenizer, BytePairTokenizer) and (
+            (from_json.packer_layout, from_json.special_tokens)
+            != (tokenizer.packer_layout, tokenizer.special_tokens)):
+        # vocab.json + merges.txt hold neither the special tokens nor the packing
+        # (ModernBERT's [CLS] a [SEP]): tokenizer.json's win
+        return from_json
     return tokenizer
 
 

@@ -11,7 +11,7 @@ from keras_bert_suite.presets import PRESETS
 
 # Published counts: transformers' base models (RobertaModel, XLMRobertaModel and AlbertModel
 # with their pooler, DistilBertModel without one) and KerasHub's ELECTRA preset metadata
-# (its backbone has a pooler).
+# (its backbone has a pooler); ModernBertModel without one.
 PUBLISHED = {
     "roberta_base": (124_645_632, True),
     "xlm_roberta_base": (278_043_648, True),
@@ -21,6 +21,9 @@ PUBLISHED = {
     "electra_small_generator": (13_548_800, True),
     "electra_base_discriminator": (109_482_240, True),
     "electra_base_generator": (33_576_960, True),
+    # transformers' ModernBertModel (no pooler: its prediction head is the task classes')
+    "modernbert_base": (149_014_272, False),
+    "modernbert_large": (394_781_696, False),
 }
 
 

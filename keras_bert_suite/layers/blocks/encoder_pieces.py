@@ -66,6 +66,8 @@ class EncoderPieces(NamedTuple):
     serving: (EncoderConfig, read) -> an object with `context(inputs, batch, length)`,
         `finish(x)` and `pool(x, inputs, batch, length)` in TensorFlow ops; `read(name)`
         gives an encoder weight by its canonical name.
+    mlm_bias: whether the masked-LM head's transform and LayerNorm have biases (BERT's
+        `cls/predictions`; ModernBERT's prediction head has none).
     """
 
     options: Optional[type] = None
@@ -79,6 +81,7 @@ class EncoderPieces(NamedTuple):
     pooler: Callable = dense_pooler
     pool: Callable = first_token
     serving: Callable = BertServingPieces
+    mlm_bias: bool = True
 
 
 def checked_options(pieces, block, options):

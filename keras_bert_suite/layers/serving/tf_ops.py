@@ -14,3 +14,45 @@ reshape = tf.reshape
 
 def softmax(x, axis=-1):
     return tf.nn.softmax(x, axis=axis)
+
+
+# The names the modern blocks' math uses besides (rotary.py, geglu.py, layer_norm.py,
+# sliding_window.py, masked_softmax.py, modernbert_block.py).
+abs = tf.abs  # noqa: A001 (keras.ops' name)
+arange = tf.range
+cos = tf.cos
+sin = tf.sin
+greater = tf.greater
+logical_and = tf.logical_and
+matmul = tf.matmul
+pad = tf.pad
+rsqrt = tf.math.rsqrt
+shape = tf.shape
+square = tf.square
+where = tf.where
+
+
+def concatenate(xs, axis=0):
+    return tf.concat(xs, axis)
+
+
+def mean(x, axis=None, keepdims=False):
+    return tf.reduce_mean(x, axis, keepdims)
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001 (keras.ops' name)
+    return tf.reduce_sum(x, axis, keepdims)
+
+
+def split(x, parts, axis=0):
+    return tf.split(x, parts, axis)
+
+
+def squeeze(x, axis=None):
+    return tf.squeeze(x, axis)
+clip = tf.clip_by_value
+take = tf.gather
+
+
+def transpose(x, axes=None):
+    return tf.transpose(x, axes)

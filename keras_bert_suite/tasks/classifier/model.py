@@ -73,7 +73,9 @@ class BertClassifier(LabelledHeadTask):
             "roberta": ("classifier.out_proj", "classifier.dense"),
             "electra": ("classifier.out_proj", "classifier.dense"),
             # pre_classifier -> ReLU -> classifier: our pooler + head
-            "distilbert": ("classifier", "pre_classifier")}),
+            "distilbert": ("classifier", "pre_classifier"),
+            # head (dense -> GELU -> norm on [CLS] or the tokens' mean): our pooler
+            "modernbert": ("classifier", "head")}),
         keras_hub="classifier")
 
     def default_loss(self):

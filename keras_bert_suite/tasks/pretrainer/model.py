@@ -149,7 +149,7 @@ class BertPretrainer(BertTask):
         masked_lm_head = MaskedLMHead(
             encoder.token_embedding, layer_norm_epsilon=encoder.layer_norm_epsilon,
             initializer_range=encoder.initializer_range, activation=encoder.activation,
-            dtype=policy, name="masked_lm_head")
+            use_bias=encoder.block_kind.encoder.mlm_bias, dtype=policy, name="masked_lm_head")
         next_sentence_head = None
         if next_sentence_prediction:
             next_sentence_head = keras.layers.Dense(

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
-from keras_bert_suite.checkpoints.task_heads import CheckpointForm, TransformersHead
+from keras_bert_suite.checkpoints.task_heads import NOT_HELD, CheckpointForm, TransformersHead
 from keras_bert_suite.tasks.head_parts import (
     encoder_inputs, freeze_unused_pooler, head_initializer, resolve_encoder)
 from keras_bert_suite.tasks.task import BertTask
@@ -107,7 +107,8 @@ class BertSpanLabeler(BertTask):
     # Elsewhere: transformers' {Family}ForQuestionAnswering (start and end: 2 units).
     checkpoint_form = CheckpointForm(
         transformers=TransformersHead("ForQuestionAnswering", "qa_outputs", pooler=None,
-                                      units=2))
+                                      units=2,
+                                      families={"modernbert": ("qa_outputs", NOT_HELD)}))
 
     def default_loss(self):
         return {output: keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -2,7 +2,7 @@
 
 import keras
 
-from keras_bert_suite.checkpoints.task_heads import CheckpointForm, TransformersHead
+from keras_bert_suite.checkpoints.task_heads import NOT_HELD, CheckpointForm, TransformersHead
 from keras_bert_suite.tasks.head_parts import (
     check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
     freeze_unused_pooler, resolve_encoder)
@@ -94,7 +94,8 @@ class BertTokenClassifier(LabelledHeadTask):
 
     # Elsewhere: transformers' {Family}ForTokenClassification (the head reads the sequence).
     checkpoint_form = CheckpointForm(
-        transformers=TransformersHead("ForTokenClassification", "classifier", pooler=None))
+        transformers=TransformersHead("ForTokenClassification", "classifier", pooler=None,
+                                      families={"modernbert": ("classifier", NOT_HELD)}))
 
     def default_loss(self):
         return MaskedSparseCategoricalCrossentropy(ignore_label=IGNORE_LABEL)
