@@ -215,3 +215,31 @@ def test_masked_lm_head_computes_transformers_logits_and_goes_back(modernbert_ch
     assert sorted(written) == sorted(original)
     for name, value in original.items():
         np.testing.assert_array_equal(written[name], value, err_msg=name)
+
+
+@pytest.mark.needs_savedmodel
+def test_a_classifier_export_takes_raw_text(modernbert_checkpoints, tmp_path):
+    """A ModernBertForSequenceClassification directory is a classifier on raw text: the
+    export's graph (byte-level BPE packed [CLS] a [SEP], windowed local attention) computes
+    the Keras model's logits on real sentences."""
+    import tensorflow as tf
+    import transformers
+
+    from keras_bert_suite import BertClassifier
+    from keras_bert_suite.export import export_saved_model
+
+    directory = modernbert_checkpoints["transformers5"]
+    config = transformers.AutoConfig.from_pretrained(directory)
+    config.num_labels = 3
+    theirs = transformers.ModernBertForSequenceClassification(config)
+    theirs.model.load_state_dict(transformers.ModernBertModel.from_pretrained(
+        directory).state_dict())
+    theirs.save_pretrained(tmp_path / "checkpoint")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        tf.io.gfile.copy(os.path.join(directory, name), str(tmp_path / "checkpoint" / name))
+    ours = BertClassifier.from_preset(str(tmp_path / "checkpoint"), sequence_length=24)
+    exported = export_saved_model(ours, str(tmp_path / "exports"), name="modernbert",
+                                  warmup=False)
+    served = tf.saved_model.load(exported).signatures["serving_default"]
+    np.testing.assert_allclose(served(tf.constant(SENTENCES))["logits"].numpy(),
+                               ours.predict(SENTENCES, verbose=0), rtol=1e-4, atol=1e-5)
