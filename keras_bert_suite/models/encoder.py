@@ -125,7 +125,7 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
     1, 2, ... K instead: each attends to itself only and restarts its positions, see
     `keras_bert_suite.layers.packed_rows`).
     Outputs (a dict): `sequence_output` [B, T, H], `pooled_output` [B, H] (the pooler dense
-    on [CLS]) and, when `return_hidden_states=True`, `hidden_states` [B, L + 1, T, H] —
+    on [CLS]; the block kind's pooler, `EncoderPieces`) and, when `return_hidden_states=True`, `hidden_states` [B, L + 1, T, H] —
     the embedding output followed by every layer's output (with ALBERT's `layers_per_group`
     > 1, every block's: L x layers_per_group + 1, as transformers returns them).
 
@@ -163,6 +163,9 @@ class BertEncoder(quantization.QuantizableModel, keras.Model):
       int(i / (num_layers / num_layer_groups)), a group being `layers_per_group` blocks.
       `transformer_layers` then holds the distinct blocks, and `layer_num_heads` /
       `layer_intermediate_dims` give one size per distinct block.
+    * `block`, `block_options`: the kind of block (`layers/blocks/`): "bert", or
+      "modernbert" (pre-norm GeGLU blocks, rotary global and sliding-window attention, a
+      final norm, its prediction head as the pooler) with its `ModernBertOptions` as a dict.
     * `causal`: a token attends to itself and the tokens before it only (GPT-1's
       left-to-right LM, the BERT paper's "LTR" ablation; transformers' BertLMHeadModel with
       is_decoder=True). Pretrain it with next-token targets
