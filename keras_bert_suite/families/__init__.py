@@ -12,6 +12,7 @@ checkpoint names. A `Family` holds what a new family has to say; nothing else in
 
 from typing import Callable, NamedTuple
 
+from keras_bert_suite.checkpoint_errors import UnsupportedCheckpointError
 from keras_bert_suite.families.bert_config import ENCODER_CONFIG_KEYS
 from keras_bert_suite.families.module_tree import ModuleTree
 
@@ -77,7 +78,10 @@ def family_holding(config):
 
 def holds(family, config):
     """Whether `family`'s transformers config holds encoder `config` exactly."""
-    written = family.encoder_config(family.hf_config(config), "config.json")
+    try:
+        written = family.encoder_config(family.hf_config(config), "config.json")
+    except UnsupportedCheckpointError:  # a value the family's config cannot say
+        return False
     kind = {"block": "bert", "block_options": None}  # BERT's block unless a config says
     return all(written.get(key) == config.get(key) for key in ENCODER_CONFIG_KEYS) and all(
         (written.get(key) or default) == (config.get(key) or default)

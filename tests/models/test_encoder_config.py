@@ -53,4 +53,8 @@ def test_the_config_checks_its_values_and_names_the_block_kinds():
     with pytest.raises(ValueError, match="layer_num_heads has 1 entries"):
         EncoderConfig(**SIZES, layer_num_heads=[2])
     with pytest.raises(ValueError, match="block must be one of"):
-        BertEncoder(**SIZES, block="modernbert")
+        BertEncoder(**SIZES, block="no_such_block")
+    with pytest.raises(ValueError, match="block 'bert' takes no block_options"):
+        BertEncoder(**SIZES, block_options={"local_attention": 8})
+    with pytest.raises(ValueError, match="block_options of block 'modernbert'"):
+        BertEncoder(**SIZES, block="modernbert", block_options={"window": 8})
