@@ -77,13 +77,15 @@ class ServingEncoder:
         self.return_hidden_states = encoder.return_hidden_states
         self.config = encoder.config
         self._observed = None  # {matmul kernel name: max |input| per channel} while calibrating
+        # The kind's pieces around the blocks (context, finish, pooler) in TensorFlow ops, on
+        # the float weights while calibrating, on the export's copies after.
+        self.pieces = self.kind.encoder.serving(self.config, reader(self.weights))
         smoothing = self._smoothing(calibration_inputs) if precision == "int8_vnni" else {}
         if precision != "float32":  # the matmul kernels as bf16 / int8 copies, made once
             self.weights = {name: _kernel_copy(name, value, precision, self.kind,
                                                smoothing.get(name))
                             for name, value in self.weights.items()}
-        # The kind's pieces around the blocks (context, finish, pooler) in TensorFlow ops.
-        self.pieces = self.kind.encoder.serving(self.config, reader(self.weights))
+            self.pieces = self.kind.encoder.serving(self.config, reader(self.weights))
 
     def __call__(self, inputs):
         inputs = {name: tf.cast(inputs[name], tf.int32) for name in ENCODER_INPUTS}

@@ -136,12 +136,9 @@ class BertEmbeddings(keras.layers.Layer):
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
             position_offset=self.position_offset,
+            position_rows=self.position_rows,
+            layer_norm_bias=self.layer_norm_bias,
         )
-        # Written only when not BERT's, so configs stay as they were for BERT's family.
-        if not self.position_rows:
-            config["position_rows"] = False
-        if not self.layer_norm_bias:
-            config["layer_norm_bias"] = False
         return config
 
 

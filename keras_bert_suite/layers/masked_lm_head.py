@@ -90,9 +90,8 @@ class MaskedLMHead(keras.layers.Layer):
             layer_norm_epsilon=self.layer_norm_epsilon,
             initializer_range=self.initializer_range,
             activation=self.activation,
+            use_bias=self.use_bias,
         )
-        if not self.use_bias:  # written only when not BERT's, as before
-            config["use_bias"] = False
         return config
 
     @classmethod

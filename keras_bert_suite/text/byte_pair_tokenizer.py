@@ -109,11 +109,9 @@ class BytePairTokenizer(Tokenizer):
         return ids, ids.with_values(piece_start), ids.with_values(piece_start + sizes)
 
     def get_config(self):
-        config = {**super().get_config(), "vocabulary": list(self.vocabulary),
-                  "merges": list(self.merges), "special_tokens": dict(self.special_tokens)}
-        if self.packer_layout != "roberta":  # RoBERTa's configs stay as they were
-            config["packer_layout"] = self.packer_layout
-        return config
+        return {**super().get_config(), "vocabulary": list(self.vocabulary),
+                "merges": list(self.merges), "special_tokens": dict(self.special_tokens),
+                "packer_layout": self.packer_layout}
 
     # === its files ===
 
