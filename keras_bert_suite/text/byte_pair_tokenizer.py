@@ -28,6 +28,9 @@ ROBERTA_SPECIAL_TOKENS = {"unknown": "<unk>", "cls": "<s>", "sep": "</s>", "pad"
                           "mask": "<mask>"}
 # transformers' names for the vocabulary and the merges
 FILES = ("vocab.json", "merges.txt")
+# Ours, beside them when the special tokens or the packing are not RoBERTa's (ModernBERT's
+# [CLS] a [SEP]): {"special_tokens": {role: token}, "packer_layout": ...}.
+SETTINGS_FILE = "byte_pair_settings.json"
 # How byte-level vocabularies mark a piece that begins with a space, i.e. a new word.
 SPACE_MARK = byte_level.byte_to_unicode()[ord(" ")]  # "Ġ"
 
@@ -117,7 +120,12 @@ class BytePairTokenizer(Tokenizer):
 
     @classmethod
     def from_directory(cls, directory, **kwargs):
-        """A directory holding vocab.json and merges.txt (a RoBERTa checkpoint)."""
+        """A directory holding vocab.json and merges.txt (a RoBERTa checkpoint), and our
+        settings file when a preset saved other special tokens or packing."""
+        settings = os.path.join(directory, SETTINGS_FILE)
+        if os.path.isfile(settings):
+            with open(settings, encoding="utf-8") as f:
+                kwargs = {**json.load(f), **kwargs}
         return cls(*(os.path.join(directory, name) for name in FILES), **kwargs)
 
     @classmethod
@@ -132,6 +140,10 @@ class BytePairTokenizer(Tokenizer):
         with open(merges, "w", encoding="utf-8") as f:
             f.write("#version: 0.2\n")
             f.writelines(f"{merge}\n" for merge in self.merges)
+        if (self.special_tokens, self.packer_layout) != (ROBERTA_SPECIAL_TOKENS, "roberta"):
+            with open(os.path.join(directory, SETTINGS_FILE), "w", encoding="utf-8") as f:
+                json.dump({"special_tokens": self.special_tokens,
+                           "packer_layout": self.packer_layout}, f, ensure_ascii=False)
 
     def save_huggingface_files(self, directory, model_max_length, lowercase=None):
         self.save_files(directory)

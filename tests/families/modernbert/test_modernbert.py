@@ -91,22 +91,24 @@ def test_round_trips_are_bit_for_bit(modernbert_checkpoints, tmp_path):
 
     from keras_bert_suite.models.to_checkpoint import save_huggingface
 
+    from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
+
     directory = modernbert_checkpoints["transformers5"]
     encoder = BertEncoder.from_preset(directory)
+    tokenizer = tokenizer_from_preset(directory)
+    assert (tokenizer.packer_layout, tokenizer.special_tokens["cls"]) == ("bert", "[CLS]")
     weights = {name: to_numpy(value) for name, value in encoder.weight_map().items()}
-    encoder.save_preset(tmp_path / "preset")
+    encoder.save_preset(tmp_path / "preset", vocabulary=tokenizer)
     again = BertEncoder.from_preset(str(tmp_path / "preset"))
     assert again.config == encoder.config
     for name, value in again.weight_map().items():
         np.testing.assert_array_equal(to_numpy(value), weights[name], err_msg=name)
 
-    from keras_bert_suite.text.tokenizer_files import tokenizer_from_preset
-
-    tokenizer = tokenizer_from_preset(directory)
-    assert (tokenizer.packer_layout, tokenizer.special_tokens["cls"]) == ("bert", "[CLS]")
     written = save_huggingface(encoder, str(tmp_path / "hf"), vocabulary=tokenizer)
-    for key, value in packed(written).items():  # the tokenizer written back packs the same
-        np.testing.assert_array_equal(value, packed(directory)[key], err_msg=key)
+    expected = packed(directory)
+    for where in (str(tmp_path / "preset"), written):  # the tokenizer saved packs the same
+        for key, value in packed(where).items():
+            np.testing.assert_array_equal(value, expected[key], err_msg=f"{where} {key}")
     original = load_file(os.path.join(directory, "model.safetensors"))
     ours = load_file(os.path.join(written, "model.safetensors"))
     assert sorted(ours) == sorted(original)
