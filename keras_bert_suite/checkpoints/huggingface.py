@@ -12,6 +12,7 @@ DistilBERT's `vocab_*`, ELECTRA's generator `generator_*`, ALBERT's `predictions
 """
 
 import json
+import logging
 import os
 
 from keras_bert_suite.checkpoint_errors import CheckpointMismatchError, UnsupportedCheckpointError
@@ -25,6 +26,7 @@ NAME = "Hugging Face BERT-family directory"
 CONFIG_FILE = "config.json"
 # In order of preference; safetensors needs no pickle and reads lazily.
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+logger = logging.getLogger(__name__)
 FILES_NEEDED = (f"{CONFIG_FILE} with a BERT-family \"model_type\" (\"bert\", \"roberta\", ...) + "
                 f"one of {', '.join(WEIGHT_FILES)}")
 
@@ -67,6 +69,9 @@ def _read_weights(source, config, family):
     weights = bert_layout.encoder_weights(config, _Adapter(source, prefix), tree)
     # The pretraining heads are never under the family's prefix.
     weights.update(bert_layout.head_weights(config, _Adapter(source, ""), tree))
+    for prefix, why in family.unread_heads.items():
+        if any(name.startswith(prefix) for name in source.names):
+            logger.warning("%s: %s", source.where, why)
     return weights
 
 

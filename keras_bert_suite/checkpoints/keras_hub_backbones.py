@@ -29,13 +29,20 @@ What KerasHub computes, against our configuration of each family:
   differs from KerasHub's by the GELU alone (7.7e-5 of its largest value, 5.2e-4 relative, on
   the tiny random model of tests/checkpoints/test_keras_hub_families.py; BERT's tanh GELU
   moves real MiniLM by 4.2e-3), the pooled output by the pooler's activation.
+* DeBERTa-v3: the same math as our block kind "deberta" (exact GELU, epsilon 1e-7, both
+  position terms), with its buckets reaching max_sequence_length (an encoder whose
+  max_relative_positions differs is refused); no pooler in the backbone: its TextClassifier's
+  `pooled_dense` (GELU) is ours. Its tokenizer runs the SentencePiece model's own rules where
+  ours runs transformers 5's normalization: the same ids on plain text.
 """
 
+import json
 from typing import Callable, NamedTuple
 
 import numpy as np
 
 from keras_bert_suite.checkpoints import keras_hub_names
+from keras_bert_suite.checkpoints.split_heads import THEIR_SHAPES
 from keras_bert_suite.families.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
 
 # KerasHub's BertBackbone hard-wires this epsilon; its config has no key for another one.
@@ -58,6 +65,9 @@ class HubBackbone(NamedTuple):
         offset, and no segment row.
     also_held: {argument: values other than the read-back one that it computes the same, or
         close (ELECTRA's GELUs)}; None: any value.
+    block_kind: our encoder's `block` that it holds ("bert": BERT's post-LayerNorm block).
+    their_shapes: its variables' shapes where they differ from ours beyond the query / key /
+        value split (split_heads.py).
     """
 
     class_name: str
@@ -71,6 +81,8 @@ class HubBackbone(NamedTuple):
     masked_lm: str = None
     positions_from_zero: bool = False
     also_held: dict = {}
+    block_kind: str = "bert"
+    their_shapes: dict = THEIR_SHAPES
 
     @property
     def tokenizer_class(self):
@@ -142,6 +154,20 @@ def _electra_arguments(config):
     return arguments
 
 
+def _deberta_config(hub):
+    """DebertaV3Backbone: v3's relative attention, both position terms, the buckets reaching
+    max_sequence_length (KerasHub's `bucket_size` is transformers' position_buckets)."""
+    return _ours(hub, 0, 1e-7, pooler_activation="gelu", block="deberta", block_options={
+        "position_buckets": hub.get("bucket_size", 256),
+        "max_relative_positions": hub.get("max_sequence_length", 512),
+        "pos_att_type": ["p2c", "c2p"]})
+
+
+def _deberta_arguments(config):
+    options = config.get("block_options") or {}
+    return _theirs(config, bucket_size=options.get("position_buckets", 256))
+
+
 def _layer(index, config):
     return f"transformer_layer_{index}"
 
@@ -187,6 +213,13 @@ BACKBONES = {backbone.class_name: backbone for backbone in (
                 arguments=_electra_arguments, names=keras_hub_names.ELECTRA_EMBEDDING_NAMES,
                 # what KerasHub computes itself (read back as ELECTRA's exact GELU + GELU)
                 also_held={"activation": ("gelu_approximate",), "pooler_activation": ("tanh",)}),
+    # KerasHub's attention output kernel is [H, H] here, as ours; its pooler (pooled_dense,
+    # GELU) is its TextClassifier's.
+    HubBackbone("DebertaV3Backbone", family="deberta", tokenizer="sentencepiece",
+                classifier="DebertaV3TextClassifier", encoder_config=_deberta_config,
+                arguments=_deberta_arguments, names=keras_hub_names.DEBERTA_V3_EMBEDDING_NAMES,
+                block=lambda index, config: f"disentangled_attention_encoder_layer_{index}",
+                block_kind="deberta", their_shapes={}),
 )}
 
 
@@ -194,10 +227,13 @@ def backbone_for(config, sentencepiece=False):
     """The KerasHub backbone that holds encoder `config`, else ValueError saying what it
     cannot hold. `sentencepiece`: the model's tokenizer is XLM-R's, so RoBERTa's architecture
     goes to XLMRobertaBackbone."""
-    if config.get("block", "bert") != "bert":
-        raise ValueError(f"KerasHub's BERT-family backbones hold BERT's block, not this "
-                         f"encoder's block={config['block']!r}.")
-    if all(config[key] == value for key, value in BERT_FAMILY_DEFAULTS.items()):
+    block = config.get("block") or "bert"
+    if block != "bert":  # the row of that block kind (DeBERTa's), if KerasHub has one
+        backbone = next((row for row in BACKBONES.values() if row.block_kind == block), None)
+        if backbone is None:
+            raise ValueError(f"KerasHub's BERT-family backbones hold BERT's block, not this "
+                             f"encoder's block={block!r}.")
+    elif all(config[key] == value for key, value in BERT_FAMILY_DEFAULTS.items()):
         backbone = BACKBONES["BertBackbone"]
     elif config["num_layer_groups"] is not None:
         backbone = BACKBONES["AlbertBackbone"]
@@ -212,10 +248,18 @@ def backbone_for(config, sentencepiece=False):
                for key in ENCODER_CONFIG_KEYS if key != "initializer_range"
                and not _same(key, config[key], read_back[key])
                and not _also_held(backbone, key, config[key])]
+    if block != "bert" and _options(config) != _options(read_back):
+        differs.append(f"block_options={config.get('block_options')!r} (it holds "
+                       f"{read_back.get('block_options')!r})")
     if differs:
         raise ValueError(f"KerasHub's {backbone.class_name} cannot hold this encoder's "
                          f"{', '.join(differs)}.")
     return backbone
+
+
+def _options(config):
+    """The block options as JSON reads them back (lists, not tuples), None for none."""
+    return json.loads(json.dumps(config.get("block_options") or None))
 
 
 def _same(key, ours, theirs):

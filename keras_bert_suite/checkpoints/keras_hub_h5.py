@@ -64,6 +64,8 @@ def _variable_names(layer_path):
     layer = layer_path.rsplit("/", 1)[-1]
     if layer == "mlm_head":  # MaskedLMHead's own variable (its Dense and LayerNorm nest)
         return ("output_bias",)
+    if layer == "rel_embedding":  # DebertaV3Backbone's relative embeddings, named as the layer
+        return ("rel_embedding",)
     if layer.endswith("layer_norm"):
         return ("gamma", "beta")
     if layer.endswith("embedding"):

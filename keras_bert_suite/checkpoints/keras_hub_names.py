@@ -53,6 +53,13 @@ ELECTRA_EMBEDDING_NAMES = {**SEPARATE_EMBEDDING_NAMES,  # only when embedding_di
                            "embeddings/projection/kernel": "embeddings_projection/kernel",
                            "embeddings/projection/bias": "embeddings_projection/bias"}
 
+# DeBERTa-v3's: no segment or position rows; the relative embeddings and their LayerNorm.
+DEBERTA_V3_EMBEDDING_NAMES = {
+    "embeddings/token_embedding": "token_embedding/embeddings", **_LAYER_NORM,
+    "relative_embeddings": "rel_embedding/rel_embedding",
+    "relative_embeddings/layer_norm/gamma": "rel_embedding/rel_embeddings_layer_norm/gamma",
+    "relative_embeddings/layer_norm/beta": "rel_embedding/rel_embeddings_layer_norm/beta"}
+
 # A TextClassifier's head: a Dense named "logits" (our BertClassifier's classifier_head).
 CLASSIFIER_HEAD_NAMES = {"kernel": "logits/kernel", "bias": "logits/bias"}
 # Our MLM head (a BertPretrainer's) -> BertMaskedLM's `mlm_head` variables (a task variable).

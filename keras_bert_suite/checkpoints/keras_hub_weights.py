@@ -29,7 +29,8 @@ def from_keras_hub(backbone, variables, config, task_source=None):
             weights[weight.name] = _position_or_segment(backbone, source, weight, config)
         else:
             weights[weight.name] = split_heads.read(
-                source, weight, backbone.variable_name(weight, config), sizes)
+                source, weight, backbone.variable_name(weight, config), sizes,
+                backbone.their_shapes)
     return weights
 
 
@@ -46,7 +47,7 @@ def to_keras_hub(backbone, weights, config):
                 variables[backbone.names[weight.name]] = _positions_from_zero(weights, config)
             continue  # the segment row is added to the position table
         variables.update(split_heads.write(weight, value, backbone.variable_name(weight, config),
-                                           sizes))
+                                           sizes, backbone.their_shapes))
     return variables
 
 

@@ -16,22 +16,24 @@ PARTS = ("query", "key", "value")
 THEIR_SHAPES = {"attention/output/kernel": ("N", "Dh", "H")}
 
 
-def read(source, weight, name, sizes):
-    """Our `weight` (a weight_table.Weight) from a TensorSource whose variable is `name`."""
+def read(source, weight, name, sizes, their_shapes=THEIR_SHAPES):
+    """Our `weight` (a weight_table.Weight) from a TensorSource whose variable is `name`;
+    `their_shapes`: the format's shapes where they differ (KerasHub's DeBERTa keeps the
+    output kernel [H, H], as ours)."""
     axis = _stacked_axis(weight, name)
     if axis is None:
-        return source.get(name, _their_shape(weight, sizes)).reshape(weight.shape)
+        return source.get(name, _their_shape(weight, sizes, their_shapes)).reshape(weight.shape)
     part_shape = weight.shape[:axis] + weight.shape[axis + 1:]
     return np.stack([source.get(name.format(part=part), part_shape) for part in PARTS],
                     axis=axis)
 
 
-def write(weight, value, name, sizes):
+def write(weight, value, name, sizes, their_shapes=THEIR_SHAPES):
     """{their variable name: array} for our `weight`'s `value`."""
     value = np.asarray(value)
     axis = _stacked_axis(weight, name)
     if axis is None:
-        return {name: value.reshape(_their_shape(weight, sizes))}
+        return {name: value.reshape(_their_shape(weight, sizes, their_shapes))}
     return {name.format(part=part): np.take(value, index, axis=axis)
             for index, part in enumerate(PARTS)}
 
@@ -43,6 +45,6 @@ def _stacked_axis(weight, name):
     return 1 if weight.template.endswith("/kernel") else 0
 
 
-def _their_shape(weight, sizes):
-    symbols = THEIR_SHAPES.get(weight.template)
+def _their_shape(weight, sizes, their_shapes):
+    symbols = their_shapes.get(weight.template)
     return weight.shape if symbols is None else weight_table.resolve_shape(symbols, sizes)

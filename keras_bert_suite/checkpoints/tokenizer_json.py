@@ -13,7 +13,9 @@ Three kinds, by `model.type`:
   the Precompiled normalizer's rules -> a SentencePiece model (sentencepiece_proto.py) and the
   family's style: XLM-R's fairseq ids (`<s> <pad> </s> <unk>` first, `<mask>` last) map back
   to the model's own; ALBERT's normalizer sequence (Replace ``, NFKD, StripAccents,
-  Lowercase) is what our "albert" style runs.
+  Lowercase) is what our "albert" style runs; DeBERTa-v3's (transformers 5's
+  DebertaV2Tokenizer: Replace white-space runs, NFC, Strip right, no Precompiled rules; its
+  `[MASK]` an added token after the model's pieces) is our "deberta" style's.
 
 Anything else (another normalizer or pre-tokenizer, byte fallback, a BPE-typed SentencePiece)
 is refused with the setting that differs: a silent approximation would give wrong ids.
@@ -40,6 +42,10 @@ ROLES = {"unknown": "unk_token", "cls": "cls_token", "sep": "sep_token", "pad": 
          "mask": "mask_token"}
 # ALBERT's pre-normalization (google-research/albert's preprocess_text), as tokenizers spells it.
 ALBERT_NORMALIZERS = ["Replace", "Replace", "NFKD", "StripAccents", "Lowercase"]
+# DeBERTa-v3's, as transformers 5's DebertaV2Tokenizer writes them (do_lower_case false).
+DEBERTA_NORMALIZERS = [
+    {"type": "Replace", "pattern": {"Regex": "\\s{2,}|[\\n\\r\\t]"}, "content": " "},
+    {"type": "NFC"}, {"type": "Strip", "strip_left": False, "strip_right": True}]
 
 
 def load(directory):
@@ -146,7 +152,17 @@ def sentencepiece_arguments(data, config):
     special = {token["content"] for token in data.get("added_tokens", []) if token.get("special")}
     kind_of = lambda piece: (sentencepiece_proto.CONTROL if piece in special
                              else sentencepiece_proto.NORMAL)
-    if [piece for piece, _ in pieces[:4]] == FAIRSEQ_FIRST_TOKENS and pieces[-1][0] == "<mask>":
+    if normalizers == DEBERTA_NORMALIZERS:
+        style = "deberta"
+        _expect(metaspace.get("prepend_scheme", "always") == "always",
+                "pre_tokenizer.prepend_scheme", metaspace.get("prepend_scheme"), "'always'")
+        _expect(len(_pre_tokenizers(data.get("pre_tokenizer"))) == 1, "pre_tokenizer",
+                [p["type"] for p in _pre_tokenizers(data.get("pre_tokenizer"))],
+                "Metaspace alone (split_by_punct false)")
+        _check_added_after(data, len(pieces), ["[MASK]"])
+        typed = [(piece, score, sentencepiece_proto.UNKNOWN if index == model.get("unk_id")
+                  else kind_of(piece)) for index, (piece, score) in enumerate(pieces)]
+    elif [piece for piece, _ in pieces[:4]] == FAIRSEQ_FIRST_TOKENS and pieces[-1][0] == "<mask>":
         style = "xlm_roberta"
         _expect(names == [], "normalizer", names, "Precompiled only (XLM-R)")
         # fairseq's ids back to the model's: <unk> <s> </s> first; <pad> and <mask> are
@@ -162,14 +178,26 @@ def sentencepiece_arguments(data, config):
     else:
         raise ValueError(
             f"{FILE} holds a Unigram tokenizer that is neither ALBERT's (normalizers "
-            f"{ALBERT_NORMALIZERS} + Precompiled) nor XLM-R's (fairseq ids: "
-            f"{FAIRSEQ_FIRST_TOKENS} first, <mask> last); its normalizers are {names}.")
+            f"{ALBERT_NORMALIZERS} + Precompiled), XLM-R's (fairseq ids: "
+            f"{FAIRSEQ_FIRST_TOKENS} first, <mask> last) nor DeBERTa-v3's (transformers 5's "
+            f"{[n['type'] for n in DEBERTA_NORMALIZERS]}, lower-casing off); its normalizers "
+            f"are {names}.")
     proto = sentencepiece_proto.write_model(SentencePieceModel(
         pieces=typed, normalizer_name="nmt_nfkc" if charsmap else "identity",
         charsmap=base64.b64decode(charsmap) if charsmap else b"",
         add_dummy_prefix=metaspace.get("prepend_scheme", "always") != "never",
         remove_extra_whitespaces=_splits_on_white_space(data.get("pre_tokenizer"))))
     return {"proto": proto, "style": style}
+
+
+def _check_added_after(data, size, allowed):
+    """The added tokens beyond the model's `size` pieces are `allowed` ones, numbered from
+    `size` in that order (what the tokenizer appends)."""
+    beyond = sorted((token["id"], token["content"]) for token in data.get("added_tokens", [])
+                    if token["id"] >= size)
+    expected = list(enumerate(allowed, start=size))[:len(beyond)]
+    _expect(beyond == expected, "added_tokens beyond the model's pieces", beyond,
+            f"{expected or 'none'}")
 
 
 def _special_tokens(data, config, vocabulary):
@@ -275,6 +303,8 @@ def sentencepiece_json(proto, style, vocabulary, special_tokens):
     if model.model_type != sentencepiece_proto.UNIGRAM or model.byte_fallback:
         return None
     scores = {piece: score for piece, score, _ in model.pieces}
+    if style == "deberta":
+        return _deberta_json(model, vocabulary, special_tokens)
     normalizers = []
     if style == "albert":
         normalizers = [{"type": "Replace", "pattern": {"String": "``"}, "content": '"'},
@@ -297,6 +327,23 @@ def sentencepiece_json(proto, style, vocabulary, special_tokens):
         decoder=metaspace,
         model={"type": "Unigram", "unk_id": ids[special_tokens["unknown"]],
                "vocab": [[token, scores.get(token, 0.0)] for token in vocabulary],
+               "byte_fallback": False})
+
+
+def _deberta_json(model, vocabulary, special_tokens):
+    """What transformers 5's DebertaV2Tokenizer writes: its normalizers (the model's own rules
+    left out), Metaspace, the model's pieces, `[MASK]` an added token after them."""
+    ids = {token: index for index, token in enumerate(vocabulary)}
+    metaspace = {"type": "Metaspace", "replacement": SPACE_MARK, "prepend_scheme": "always",
+                 "split": True}
+    return _document(
+        vocabulary, special_tokens,
+        normalizer={"type": "Sequence", "normalizers": DEBERTA_NORMALIZERS},
+        pre_tokenizer={"type": "Sequence", "pretokenizers": [metaspace]},
+        post_processor=_template(special_tokens, ids, pair_separator_twice=False),
+        decoder=metaspace,
+        model={"type": "Unigram", "unk_id": ids[special_tokens["unknown"]],
+               "vocab": [[piece, score] for piece, score, _ in model.pieces],
                "byte_fallback": False})
 
 

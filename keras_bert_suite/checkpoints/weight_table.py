@@ -142,7 +142,7 @@ def dimensions(config):
             "P": config["max_sequence_length"] + config.get("position_offset", 0),
             "E": config.get("embedding_dim") or hidden, "H": hidden,
             "I": config["intermediate_dim"], "2I": 2 * config["intermediate_dim"], "N": heads,
-            "Dh": hidden // heads}
+            "Dh": hidden // heads, **_kind(config).encoder.dimensions(config)}
 
 
 def num_blocks(config):

@@ -29,6 +29,8 @@ class Family(NamedTuple):
     presets: {built-in preset name: (description, BertEncoder arguments, lowercase)} of the
         published sizes, architectures only (BERT's are in presets/builtin.py, which lists
         them all).
+    unread_heads: {tensor name prefix: why} of heads some checkpoints carry that no class of
+        transformers loads either (DeBERTa-v3's original masked-LM head): the reader warns.
     Where a family's task classes keep a task's head, each task declares
     (`checkpoint_form`, checkpoints/task_heads.py).
     """
@@ -41,6 +43,7 @@ class Family(NamedTuple):
     base_model: str
     hf_config: Callable
     presets: dict = {}
+    unread_heads: dict = {}
 
     def class_name(self, suffix):
         """transformers' class of this family with `suffix` ("ForSequenceClassification")."""
@@ -58,10 +61,11 @@ class Family(NamedTuple):
 
 def families():
     """Every family, BERT first."""
-    from keras_bert_suite.families import albert, bert, distilbert, electra, modernbert, roberta
+    from keras_bert_suite.families import (albert, bert, deberta, distilbert, electra,
+                                           modernbert, roberta)
 
     return [bert.FAMILY, roberta.FAMILY, distilbert.FAMILY, electra.FAMILY, albert.FAMILY,
-            modernbert.FAMILY]
+            modernbert.FAMILY, deberta.FAMILY]
 
 
 def family_of_model_type(model_type):

@@ -401,10 +401,14 @@ def _refuse_values(values, explanation, what):
 
 def _vocabulary(model, vocabulary, config):
     """(token list or None, lowercase) from `vocabulary` (tokens or a BertTokenizer) or the
-    model's preprocessor; checks the size against the encoder."""
+    model's preprocessor; checks the size against the encoder: a token list's must be the
+    table's, a tokenizer's may be smaller (DeBERTa-v3's table has rows no id reads: 128,100
+    for 128,001 tokens)."""
     tokenizer = _tokenizer(model, vocabulary)
     tokens = tokenizer.get_vocabulary() if hasattr(tokenizer, "get_vocabulary") else tokenizer
-    if tokens is not None and len(tokens) != config["vocabulary_size"]:
+    spare_rows = hasattr(tokenizer, "get_vocabulary")
+    if tokens is not None and (len(tokens) > config["vocabulary_size"] or (
+            len(tokens) < config["vocabulary_size"] and not spare_rows)):
         raise ValueError(f"The vocabulary has {len(tokens)} tokens but the encoder's "
                          f"vocabulary_size is {config['vocabulary_size']}.")
     return (list(tokens) if tokens is not None else None), getattr(tokenizer, "lowercase", True)

@@ -1,4 +1,4 @@
-"""SentencePieceTokenizer: raw text -> SentencePiece ids (ALBERT, XLM-RoBERTa), in
+"""SentencePieceTokenizer: raw text -> SentencePiece ids (ALBERT, XLM-RoBERTa, DeBERTa-v3), in
 tensorflow-text's SentencePiece ops, which TF Serving links (since 2.4, through tf-text's
 ops_lib), so a served model takes raw text.
 
@@ -9,20 +9,26 @@ the family's tokenizer does around it, as transformers' tokenizers of that famil
 * "xlm_roberta": no pre-normalization; ids are fairseq's, the model's shifted by one, with
   `<s> <pad> </s> <unk>` first (the model's unknown piece becomes `<unk>` = 3) and `<mask>`
   appended last.
+* "deberta": DeBERTa-v3's normalization (deberta_normalizer.py) instead of the model's own;
+  ids are the model's, with `[MASK]` appended when the model lacks it (transformers' id for
+  it: 128000 in the released 128k model).
 
 Special-token strings in the text ("[MASK]", "<s>") are ordinary text.
 """
 
 import base64
+import dataclasses
 import os
 
 import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_suite.checkpoints import sentencepiece_proto
 from keras_bert_suite.checkpoints import tokenizer_json
 from keras_bert_suite.text import albert_normalizer
 from keras_bert_suite.text import byte_level
+from keras_bert_suite.text import deberta_normalizer
 from keras_bert_suite.text import offset_alignment
 from keras_bert_suite.text import ragged_rows
 from keras_bert_suite.text import row_routing
@@ -34,12 +40,16 @@ STYLES = {
                "mask": "[MASK]"},
     "xlm_roberta": {"unknown": "<unk>", "cls": "<s>", "sep": "</s>", "pad": "<pad>",
                     "mask": "<mask>"},
+    "deberta": {"unknown": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "pad": "[PAD]",
+                "mask": "[MASK]"},
 }
 FAIRSEQ_FIRST_TOKENS = ["<s>", "<pad>", "</s>", "<unk>"]
 # Each style's model file (transformers' names; ALBERT's first when a directory has both).
-FILES = {"albert": "spiece.model", "xlm_roberta": "sentencepiece.bpe.model"}
+FILES = {"albert": "spiece.model", "xlm_roberta": "sentencepiece.bpe.model",
+         "deberta": "spm.model"}
 # transformers' tokenizer class for each style.
-HUGGINGFACE_CLASSES = {"albert": "AlbertTokenizer", "xlm_roberta": "XLMRobertaTokenizer"}
+HUGGINGFACE_CLASSES = {"albert": "AlbertTokenizer", "xlm_roberta": "XLMRobertaTokenizer",
+                       "deberta": "DebertaV2Tokenizer"}
 # How SentencePiece marks a piece that begins with a space, i.e. a new word.
 SPACE_MARK = "\u2581"  # "▁"
 
@@ -51,7 +61,7 @@ class SentencePieceTokenizer(Tokenizer):
     Args:
         proto: the SentencePiece model: a path (spiece.model, sentencepiece.bpe.model) or
             its bytes. Stored in the layer config (base64).
-        style: "albert" or "xlm_roberta" (see the module docstring).
+        style: "albert", "xlm_roberta" or "deberta" (see the module docstring).
 
     Call: strings [B] (or a scalar) -> int32 ids, a [B, None] `tf.RaggedTensor`.
 
@@ -67,7 +77,8 @@ class SentencePieceTokenizer(Tokenizer):
     # KerasHub's tokenizer classes ({class name: our extra arguments}) and the file their
     # `save_assets` writes under assets/tokenizer/ (the proto, unchanged).
     keras_hub_classes = {"AlbertTokenizer": {"style": "albert"},
-                         "XLMRobertaTokenizer": {"style": "xlm_roberta"}}
+                         "XLMRobertaTokenizer": {"style": "xlm_roberta"},
+                         "DebertaV3Tokenizer": {"style": "deberta"}}
     keras_hub_files = ("vocabulary.spm",)
 
     def __init__(self, proto, style="albert", **kwargs):
@@ -76,6 +87,8 @@ class SentencePieceTokenizer(Tokenizer):
             raise ValueError(f"style must be one of {sorted(STYLES)}, got {style!r}.")
         self.proto = _load_proto(proto)
         self.style = style
+        # What the op runs: DeBERTa's model without its own normalization rules.
+        self._op_proto = _without_normalizer(self.proto) if style == "deberta" else self.proto
         self.packer_layout = "roberta" if style == "xlm_roberta" else "bert"
         self.special_tokens = dict(STYLES[style])
         try:
@@ -86,13 +99,15 @@ class SentencePieceTokenizer(Tokenizer):
         pieces = [piece.decode("utf-8") for piece in pieces]
         if style == "xlm_roberta":
             pieces = FAIRSEQ_FIRST_TOKENS + pieces[3:] + ["<mask>"]
+        elif style == "deberta" and self.special_tokens["mask"] not in pieces:
+            pieces = pieces + [self.special_tokens["mask"]]
         self._index_vocabulary(pieces)
 
     def _model(self):
         # Made inside each traced graph, never eagerly: an eager SentencePiece resource is
         # kernel-owned under a generated name, and deleting one tokenizer (a config round
         # trip's copy) deleted it under the graphs of the others.
-        return tf_text.SentencepieceTokenizer(self.proto, out_type=tf.int32)
+        return tf_text.SentencepieceTokenizer(self._op_proto, out_type=tf.int32)
 
     def _pieces(self):
         model = self._model()
@@ -115,6 +130,12 @@ class SentencePieceTokenizer(Tokenizer):
             ids, *offsets = tokenize(text)
             # fairseq's ids: the model's unknown piece (0) -> <unk> (3), every other piece + 1.
             return (ids.with_values(tf.where(ids.values == 0, 3, ids.values + 1)), *offsets)
+        if self.style == "deberta":
+            # Most rows only need \n \r \t as spaces (offsets stay the text's); the others
+            # the whole normalization.
+            return row_routing.replace_rows(
+                tokenize(deberta_normalizer.simple(text)), deberta_normalizer.needs_exact(text),
+                lambda rows: tokenize(deberta_normalizer.exact(tf.gather(text, rows))))
         # ALBERT: plain ASCII rows without `` or '' only lower-case, byte for byte, so
         # offsets into them are offsets into the text; the others are normalized per character.
         return row_routing.replace_rows(
@@ -153,19 +174,24 @@ class SentencePieceTokenizer(Tokenizer):
 
     def save_huggingface_files(self, directory, model_max_length, lowercase=None):
         self.save_files(directory)
-        # ALBERT's own casing is part of its style; XLM-R's model keeps case.
-        settings = ({"do_lower_case": True, "keep_accents": False}
-                    if self.style == "albert" else {})
+        # ALBERT's own casing is part of its style; XLM-R's and DeBERTa's models keep case.
+        settings = {"albert": {"do_lower_case": True, "keep_accents": False},
+                    "deberta": {"do_lower_case": False, "split_by_punct": False,
+                                "add_prefix_space": True,
+                                "unk_id": self.token_to_id(self.special_tokens["unknown"])},
+                    }.get(self.style, {})
         tokenizer_json.save(
             directory, tokenizer_json.sentencepiece_json(
                 self.proto, self.style, self.get_vocabulary(), self.special_tokens),
             HUGGINGFACE_CLASSES[self.style], self.special_tokens, model_max_length, **settings)
 
     def keras_hub_tokenizer(self):
-        """KerasHub's AlbertTokenizer or XLMRobertaTokenizer with the same proto. XLM-R: the
-        same ids (KerasHub shifts them as fairseq does, as our style does). ALBERT: KerasHub
-        runs the proto alone, without ALBERT's lower-casing and accent stripping, so on text
-        with capitals or accents its ids are not ALBERT's."""
+        """KerasHub's AlbertTokenizer, XLMRobertaTokenizer or DebertaV3Tokenizer with the same
+        proto. XLM-R: the same ids (KerasHub shifts them as fairseq does, as our style does).
+        ALBERT: KerasHub runs the proto alone, without ALBERT's lower-casing and accent
+        stripping, so on text with capitals or accents its ids are not ALBERT's. DeBERTa:
+        KerasHub runs the proto with its own rules (transformers 5 and our style run
+        NFC and fold white space instead), `[MASK]` after the pieces as ours."""
         class_name = next(name for name, arguments in self.keras_hub_classes.items()
                           if arguments["style"] == self.style)
         return class_name, {"proto": self.proto}
@@ -184,6 +210,16 @@ def _load_proto(proto):
     if isinstance(proto, bytes):
         return proto
     raise ValueError(f"proto must be a path or bytes, got {type(proto).__name__}.")
+
+
+def _without_normalizer(proto):
+    """The model with the identity normalizer (transformers 5's DeBERTa tokenizer runs its
+    own normalization, deberta_normalizer.py, instead of the model's rules), still folding
+    runs of spaces and adding the leading "▁"."""
+    model = sentencepiece_proto.read_model(proto)
+    return sentencepiece_proto.write_model(dataclasses.replace(
+        model, normalizer_name="identity", charsmap=b"", add_dummy_prefix=True,
+        remove_extra_whitespaces=True))
 
 
 def _after_leading_space(text, starts, ends):

@@ -4,10 +4,10 @@ Each kind lives in its own folder and declares what every transform needs (`kind
 registry is the one place that lists them. A new kind adds its folder and one line here.
 """
 
-from keras_bert_suite.layers.blocks import bert, modernbert
+from keras_bert_suite.layers.blocks import bert, deberta, modernbert
 from keras_bert_suite.layers.blocks.kind import BLOCK_INPUT, MODEL_AXIS, BlockKind, Units
 
-BLOCK_KINDS = {kind.name: kind for kind in (bert.BLOCK, modernbert.BLOCK)}
+BLOCK_KINDS = {kind.name: kind for kind in (bert.BLOCK, modernbert.BLOCK, deberta.BLOCK)}
 
 
 def block_kind(name):

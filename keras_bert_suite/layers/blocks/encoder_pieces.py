@@ -68,6 +68,8 @@ class EncoderPieces(NamedTuple):
         gives an encoder weight by its canonical name.
     mlm_bias: whether the masked-LM head's transform and LayerNorm have biases (BERT's
         `cls/predictions`; ModernBERT's prediction head has none).
+    dimensions: (config as a dict) -> {shape symbol: size} the kind's `weights` use beyond
+        the table's own (DeBERTa's "R": its relative embeddings' rows).
     """
 
     options: Optional[type] = None
@@ -82,6 +84,7 @@ class EncoderPieces(NamedTuple):
     pool: Callable = first_token
     serving: Callable = BertServingPieces
     mlm_bias: bool = True
+    dimensions: Callable = lambda config: {}
 
 
 def checked_options(pieces, block, options):

@@ -56,3 +56,13 @@ take = tf.gather
 
 def transpose(x, axes=None):
     return tf.transpose(x, axes)
+
+
+def take_along_axis(x, indices, axis):
+    """keras.ops.take_along_axis on the last axis, `indices` broadcast over the others
+    (DeBERTa's relative scores)."""
+    rank = len(x.shape)
+    if axis % rank != rank - 1:
+        raise ValueError("tf_ops.take_along_axis takes the last axis only.")
+    shape = tf.concat([tf.shape(x)[:-1], tf.shape(indices)[-1:]], axis=0)
+    return tf.gather(x, tf.broadcast_to(indices, shape), batch_dims=rank - 1)

@@ -75,7 +75,9 @@ class BertClassifier(LabelledHeadTask):
             # pre_classifier -> ReLU -> classifier: our pooler + head
             "distilbert": ("classifier", "pre_classifier"),
             # head (dense -> GELU -> norm on [CLS] or the tokens' mean): our pooler
-            "modernbert": ("classifier", "head")}),
+            "modernbert": ("classifier", "head"),
+            # ContextPooler (dense -> GELU on [CLS]) beside the base model: our pooler
+            "deberta": ("classifier", "pooler.dense")}),
         keras_hub="classifier")
 
     def default_loss(self):

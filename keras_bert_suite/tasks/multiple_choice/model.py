@@ -96,7 +96,8 @@ class BertMultipleChoice(BertTask):
         transformers=TransformersHead("ForMultipleChoice", "classifier", units=1, families={
             "electra": ("classifier", "sequence_summary.summary"),  # a GELU summary: our pooler
             "distilbert": ("classifier", "pre_classifier"),  # pre_classifier -> ReLU
-            "modernbert": ("classifier", "head")}))  # dense -> GELU -> norm: our pooler
+            "modernbert": ("classifier", "head"),  # dense -> GELU -> norm: our pooler
+            "deberta": ("classifier", "pooler.dense")}))  # ContextPooler: our pooler
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -50,9 +50,8 @@ class TransformerBlock(keras.layers.Layer):
 
         initializer = BertInitializer(stddev=initializer_range)
         policy = self.dtype_policy
-        self.attention = BertSelfAttention(
-            num_heads, hidden_dim, dropout=dropout, initializer_range=initializer_range,
-            head_dim=head_dim, dtype=policy, name="attention")
+        self.attention = self._make_attention(num_heads, hidden_dim, dropout,
+                                              initializer_range, head_dim)
         self.attention_dropout = BertDropout(dropout, dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
@@ -63,6 +62,13 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dropout = BertDropout(dropout, dtype=policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="output_layer_norm")
+
+    def _make_attention(self, num_heads, hidden_dim, dropout, initializer_range, head_dim):
+        """The attention sublayer (BERT's; a kind with other attention around the same block,
+        DeBERTa's, overrides this)."""
+        return BertSelfAttention(
+            num_heads, hidden_dim, dropout=dropout, initializer_range=initializer_range,
+            head_dim=head_dim, dtype=self.dtype_policy, name="attention")
 
     def build(self, x_shape, attention_mask_shape=None, positions_shape=None):
         x_shape = tuple(x_shape)
