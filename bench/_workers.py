@@ -17,14 +17,18 @@ import sys
 import time
 
 
-def serve(contestants):
-    """Worker side: contestants = {name: zero-argument callable}. Reads commands on stdin."""
+def serve(contestants, report=None):
+    """Worker side: contestants = {name: zero-argument callable}. Reads commands on stdin;
+    {"report": true} answers `report()` (a JSON-able dict: peak memory, outputs to compare)."""
     for name, fn in contestants.items():  # warm-up: tracing, compilation, allocator
         for _ in range(2):
             fn()
     print(json.dumps({"ready": sorted(contestants)}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
+        if request.get("report"):
+            print(json.dumps(report() if report else {}), flush=True)
+            continue
         name, repeats = request["time"], request["repeats"]
         times = []
         for _ in range(repeats):
@@ -61,6 +65,12 @@ class Worker:
         self.process.stdin.write(json.dumps({"time": name, "repeats": repeats}) + "\n")
         self.process.stdin.flush()
         return self._read()["samples"]
+
+    def report(self):
+        """What the worker's `report` callable answers."""
+        self.process.stdin.write(json.dumps({"report": True}) + "\n")
+        self.process.stdin.flush()
+        return self._read()
 
     def close(self):
         self.process.stdin.close()
