@@ -66,3 +66,13 @@ def take_along_axis(x, indices, axis):
         raise ValueError("tf_ops.take_along_axis takes the last axis only.")
     shape = tf.concat([tf.shape(x)[:-1], tf.shape(indices)[-1:]], axis=0)
     return tf.gather(x, tf.broadcast_to(indices, shape), batch_dims=rank - 1)
+
+
+def map(function, xs):  # noqa: A001 (keras.ops' name)
+    """keras.ops.map: `function` on each slice of xs' first axis, stacked (a graph loop)."""
+    first = tf.nest.flatten(xs)[0]
+    return tf.map_fn(function, xs, fn_output_signature=first.dtype)
+
+
+def cond(predicate, true_function, false_function):
+    return tf.cond(predicate, true_function, false_function)

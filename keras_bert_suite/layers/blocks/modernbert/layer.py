@@ -11,6 +11,7 @@ from keras_bert_suite.layers.gather_rows import gather_rows
 from keras_bert_suite.layers.gelu import feed_forward_activation
 from keras_bert_suite.layers.initializer import BertInitializer
 from keras_bert_suite.layers.lora_dense import FusedQKV, LoraDense
+from keras_bert_suite.layers.query_chunks import query_blocked_attention
 from keras_bert_suite.layers.sliding_window import band, masked_attention, windowed_attention
 
 
@@ -151,6 +152,10 @@ class _Sublayers(KerasParts):
                 return windowed_attention(query, key, value, context["padding_mask"],
                                           block.radius, dtype=block.compute_dtype,
                                           dropout=dropout)
+        elif kind == "global" and dropout is None:
+            def attend(query, key, value):  # a block of query rows at a time on long inputs
+                return query_blocked_attention(query, key, value, context["keep"],
+                                               dtype=block.compute_dtype)
         else:
             keep = context["keep"]
             if kind == "local":

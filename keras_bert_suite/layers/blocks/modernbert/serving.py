@@ -1,7 +1,8 @@
 """ModernBERT's serving forms: its block (`modernbert_block.block`) and what it adds around the
 blocks (`pieces.py`), the same math over TensorFlow ops on 2-D activations [B T, H] in the
 export's precision. Local layers attend with `windowed_attention` (cost linear in T) in the
-graph, whose length is unknown; one instance per row."""
+graph, whose length is unknown, global ones a block of query rows at a time on long inputs
+(`query_blocked_attention`: memory linear in T); one instance per row."""
 
 from keras_bert_suite.layers import modernbert_block
 from keras_bert_suite.layers.blocks.modernbert.options import options_of
@@ -12,7 +13,8 @@ from keras_bert_suite.layers.serving import tf_ops
 from keras_bert_suite.layers.serving.activations import FEED_FORWARD, POOLER
 from keras_bert_suite.layers.serving.dense import dense
 from keras_bert_suite.layers.serving.int8_matmul import Int8Kernel
-from keras_bert_suite.layers.sliding_window import masked_attention, windowed_attention
+from keras_bert_suite.layers.query_chunks import query_blocked_attention
+from keras_bert_suite.layers.sliding_window import windowed_attention
 
 
 class _ServingParts:
@@ -43,8 +45,9 @@ class _ServingParts:
                 return windowed_attention(query, key, value, context["padding_mask"],
                                           self.radius, tf_ops)
         else:
-            def attend(query, key, value):
-                return masked_attention(query, key, value, context["keep"], tf_ops)
+            def attend(query, key, value):  # a block of query rows at a time on long inputs
+                return query_blocked_attention(query, key, value, context["keep"],
+                                               ops=tf_ops)
         heads = modernbert_block.rotary_attention(qkv, cos, sin, attend, self.num_heads, tf_ops)
         heads = tf_ops.reshape(heads, [-1, width // 3])  # [B T, N Dh]
         self.observe("attention/output/kernel", heads)
