@@ -115,13 +115,13 @@ def test_deberta_v2_only_settings_are_refused_by_name(setting, value):
         encoder_config(hf_json, "config.json")
 
 
-def test_keras_files_lora_and_pruning_reach_the_kind(tmp_path):
-    """A `.keras` round trip, LoRA adapters (saved and loaded with the file) and pruning (a
+def test_harness_lora_and_pruning_reach_the_kind(tmp_path):
+    """The shared harness on a tiny DeBERTa encoder, LoRA adapters (saved and loaded with the file) and pruning (a
     removed head, whose query and key also project the relative embeddings, is exactly a
     masked one): the transforms reach DeBERTa's blocks and its relative embeddings through
     the declarations (int8 reads the same BERT tables)."""
     from keras_bert_suite import BertClassifier, pruning
-    from tests.harness import run_model_saving_test
+    from tests.harness import run_layer_test, run_model_saving_test
 
     arguments = dict(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=8,
                      intermediate_dim=16, num_segments=0, block="deberta",
@@ -130,7 +130,10 @@ def test_keras_files_lora_and_pruning_reach_the_kind(tmp_path):
     inputs = {"token_ids": np.array([[2, 5, 7, 9, 3, 0], [2, 4, 4, 3, 0, 0]], "int32"),
               "segment_ids": np.zeros((2, 6), "int32"),
               "padding_mask": np.array([[1] * 5 + [0], [1] * 4 + [0, 0]], "int32")}
-    encoder = BertEncoder(**arguments)
+    # The harness: arguments, config and `.keras` round trips, shapes, a training step.
+    encoder, _ = run_layer_test(BertEncoder, arguments, inputs,
+                                {"sequence_output": (2, 6, 8), "pooled_output": (2, 8)},
+                                tmp_path=tmp_path / "harness")
     assert len(encoder.weights) == len(encoder.weight_map())  # every weight is in the table
     classifier = BertClassifier(encoder, num_classes=2, dropout=0.0)
     masked = pruning.mask_units(classifier, heads_to_mask={0: [1]}, neurons_to_mask={1: [3]})
@@ -138,6 +141,5 @@ def test_keras_files_lora_and_pruning_reach_the_kind(tmp_path):
                                   neurons_to_remove={1: [3]})
     assert smaller.encoder.layer_num_heads == [1, 2]
     assert_close(to_numpy(smaller(inputs)), to_numpy(masked(inputs)))
-    run_model_saving_test(encoder, inputs, tmp_path=tmp_path / "float")
     encoder.enable_lora(2)
     run_model_saving_test(encoder, inputs, tmp_path=tmp_path / "lora")
