@@ -17,11 +17,11 @@ import sys
 import time
 
 
-def serve(contestants, report=None):
+def serve(contestants, report=None, warmups=2):
     """Worker side: contestants = {name: zero-argument callable}. Reads commands on stdin;
     {"report": true} answers `report()` (a JSON-able dict: peak memory, outputs to compare)."""
     for name, fn in contestants.items():  # warm-up: tracing, compilation, allocator
-        for _ in range(2):
+        for _ in range(warmups):
             fn()
     print(json.dumps({"ready": sorted(contestants)}), flush=True)
     for line in sys.stdin:
