@@ -12,16 +12,18 @@ def transformer_block(x, read, num_heads, head_dim, activation, epsilon, bias, b
     """x [B T, H] -> [B T, H]. `read`: the block's weights ("attention/qkv/kernel", ...,
     "output_layer_norm/beta"); `observe(kernel name, x)` sees every matmul's input (int8_vnni
     calibration)."""
-    return math.block(x, _ServingParts(read, num_heads, head_dim, activation, epsilon, bias,
-                                       batch, length, observe))
+    return math.block(x, ServingParts(read, num_heads, head_dim, activation, epsilon, bias,
+                                      batch, length, observe))
 
 
-class _ServingParts:
-    """The block's sublayers as `math.block` calls them, in TensorFlow ops."""
+class ServingParts:
+    """The block's sublayers as `math.block` calls them, in TensorFlow ops. `context`: what
+    the attention takes (BERT's: the attention bias); a kind with BERT's block around other
+    attention (DeBERTa's) overrides `attention` alone."""
 
-    def __init__(self, read, num_heads, head_dim, activation, epsilon, bias, batch, length,
+    def __init__(self, read, num_heads, head_dim, activation, epsilon, context, batch, length,
                  observe):
-        self.read, self.epsilon, self.bias = read, epsilon, bias
+        self.read, self.epsilon, self.context = read, epsilon, context
         self.heads = (num_heads, head_dim)
         self.shape = (batch, length)
         self.activation = FEED_FORWARD[activation]
@@ -30,7 +32,7 @@ class _ServingParts:
     def attention(self, x, queries):
         self.observe("attention/qkv/kernel", x)
         return self_attention(x, lambda name: self.read("attention/" + name), *self.heads,
-                              self.bias, *self.shape)
+                              self.context, *self.shape)
 
     def dense(self, module, x):
         self.observe(module + "/kernel", x)

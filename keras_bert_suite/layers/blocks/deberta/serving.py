@@ -3,11 +3,11 @@ of its sublayers, disentangled attention (`layers/disentangled_attention.py`) ov
 ops, on 2-D activations [B T, H] in the export's precision (no dropout)."""
 
 from keras_bert_suite.layers.blocks.bert import math
+from keras_bert_suite.layers.blocks.bert.serving import ServingParts
 from keras_bert_suite.layers.blocks.deberta.options import options_of
 from keras_bert_suite.layers.disentangled_attention import disentangled_attention
 from keras_bert_suite.layers.serving import tf_ops
-from keras_bert_suite.layers.serving.activations import FEED_FORWARD
-from keras_bert_suite.layers.serving.dense import dense, layer_norm
+from keras_bert_suite.layers.serving.dense import dense
 from keras_bert_suite.layers.serving.int8_matmul import Int8Kernel
 
 
@@ -31,30 +31,18 @@ def disentangled_self_attention(x, read, num_heads, head_dim, terms, context, ba
     return dense(tf_ops.reshape(attended, [-1, num_heads * head_dim]), read, "output/")
 
 
-class _ServingParts:
-    """The block's sublayers as `bert/math.block` calls them, in TensorFlow ops."""
+class _ServingParts(ServingParts):
+    """BERT's block parts in TensorFlow ops with disentangled attention."""
 
     def __init__(self, read, heads, terms, activation, epsilon, context, batch, length,
                  observe):
-        self.read, self.heads, self.terms = read, heads, terms
-        self.activation, self.epsilon = FEED_FORWARD[activation], epsilon
-        self.context, self.shape = context, (batch, length)
-        self.observe = observe or (lambda name, x: None)
+        super().__init__(read, *heads, activation, epsilon, context, batch, length, observe)
+        self.terms = terms
 
     def attention(self, x, queries):
         self.observe("attention/qkv/kernel", x)
         return disentangled_self_attention(x, lambda name: self.read("attention/" + name),
                                            *self.heads, self.terms, self.context, *self.shape)
-
-    def dense(self, module, x):
-        self.observe(module + "/kernel", x)
-        return dense(x, self.read, module + "/")
-
-    def norm(self, module, x):
-        return layer_norm(x, self.read, module, self.epsilon)
-
-    def dropout(self, name, x):
-        return x
 
 
 def form(config, read, index=None):
