@@ -140,8 +140,10 @@ class ServingEncoder:
         names = {}
         for index in range(len(self.block_forms)):
             for template, norm in self.kind.smoothed_inputs.items():
-                if norm != BLOCK_INPUT:
+                if norm != BLOCK_INPUT and f"layer_{index}/{norm}/gamma" in self.weights:
                     names[f"layer_{index}/{template}"] = f"layer_{index}/{norm}"
+                # A norm the block lacks (ModernBERT's first block has no attention norm:
+                # transformers' Identity) passes the block's input on.
                 elif len(feeders.get(index, ())) == 1 and None not in feeders[index]:
                     names[f"layer_{index}/{template}"] = next(iter(feeders[index]))
         return names

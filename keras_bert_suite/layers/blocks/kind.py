@@ -68,7 +68,8 @@ class BlockKind(NamedTuple):
     precision_overrides: {template: {export precision: the precision its kernel keeps
         instead}} (e.g. a matmul whose inputs int8 cannot hold well).
     smoothed_inputs: {kernel template: the LayerNorm module (or BLOCK_INPUT) whose output it
-        multiplies}: int8_vnni smooths those inputs.
+        multiplies}: int8_vnni smooths those inputs (a LayerNorm a block lacks, see `absent`,
+        passes the block's input on: it counts as BLOCK_INPUT there).
     output_norm: the LayerNorm module whose output is the block's output (what the next
         block's BLOCK_INPUT kernels multiply), or None (a pre-norm block).
     encoder: what the kind adds around its blocks (`EncoderPieces`: embeddings' form, layers

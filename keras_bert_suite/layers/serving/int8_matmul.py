@@ -127,7 +127,9 @@ def smoothing_factors(input_range, kernel, calibrated):
 
 def layer_norm_range(weights, layer_norm):
     """Estimated max |output| per channel of LayerNorm `layer_norm` ("layer_0/..."):
-    |beta| + 3 |gamma|."""
-    gamma, beta = (np.asarray(tf.convert_to_tensor(weights[f"{layer_norm}/{name}"]), np.float32)
-                   for name in ("gamma", "beta"))
-    return np.abs(beta) + NORMALIZED_RANGE * np.abs(gamma)
+    |beta| + 3 |gamma| (a LayerNorm without bias, ModernBERT's: 3 |gamma|)."""
+    def value(name):
+        return np.abs(np.asarray(tf.convert_to_tensor(weights[f"{layer_norm}/{name}"]),
+                                 np.float32))
+    beta = value("beta") if f"{layer_norm}/beta" in weights else 0.0
+    return beta + NORMALIZED_RANGE * value("gamma")

@@ -11,12 +11,15 @@ import os
 import numpy as np
 import pytest
 
+from tests.conftest import made_once_per_run
+
 SPECIAL_TOKENS = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
 # 4 layers: 0 and 3 global, 1 and 2 local; rotary bases other than the defaults, so that a
 # theta read from the wrong key shows.
 CONFIG = dict(hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
               intermediate_size=48, local_attention=4, max_position_embeddings=64,
               global_rope_theta=5_000.0, local_rope_theta=500.0, hidden_activation="gelu")
+SPELLINGS = ("transformers5", "released")  # config.json's two spellings (module docstring)
 SENTENCES = [
     "The senate passed the bill after a long debate.",
     "We will not tire, we will not falter, and we will not fail.",
@@ -28,7 +31,13 @@ SENTENCES = [
 @pytest.fixture(scope="session")
 def modernbert_tokenizer_dir(sotu_files, tmp_path_factory):
     """tokenizer.json (+ tokenizer_config.json) of a byte-level BPE learned from SOTU, packed
-    [CLS] A [SEP] (B [SEP]) as ModernBERT's is."""
+    [CLS] A [SEP] (B [SEP]) as ModernBERT's is (made once per `make test` run)."""
+    return made_once_per_run(
+        "modernbert_tokenizer", lambda directory: _save_tokenizer(sotu_files, directory),
+        tmp_path_factory)
+
+
+def _save_tokenizer(sotu_files, directory):
     import tokenizers
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
@@ -44,21 +53,26 @@ def modernbert_tokenizer_dir(sotu_files, tmp_path_factory):
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
         pad_token="[PAD]", mask_token="[MASK]")
-    directory = str(tmp_path_factory.mktemp("modernbert_tokenizer"))
     wrapped.save_pretrained(directory)
-    return directory
 
 
 @pytest.fixture(scope="session")
 def modernbert_checkpoints(modernbert_tokenizer_dir, tmp_path_factory):
     """{"transformers5": dir, "released": dir}: the same random ModernBertModel, config.json
-    in each spelling, the tokenizer's files beside it."""
+    in each spelling, the tokenizer's files beside it (made once per `make test` run)."""
+    root = made_once_per_run(
+        "modernbert", lambda directory: _save_checkpoints(modernbert_tokenizer_dir, directory),
+        tmp_path_factory)
+    return {spelling: os.path.join(root, spelling) for spelling in SPELLINGS}
+
+
+def _save_checkpoints(tokenizer_dir, root):
     import shutil
 
     import torch
     from transformers import AutoTokenizer, ModernBertConfig, ModernBertModel
 
-    tokenizer = AutoTokenizer.from_pretrained(modernbert_tokenizer_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     ids = {name: tokenizer.convert_tokens_to_ids(token) for name, token in (
         ("pad_token_id", "[PAD]"), ("cls_token_id", "[CLS]"), ("sep_token_id", "[SEP]"),
         ("bos_token_id", "[CLS]"), ("eos_token_id", "[SEP]"))}
@@ -69,15 +83,12 @@ def modernbert_checkpoints(modernbert_tokenizer_dir, tmp_path_factory):
         for name, parameter in model.named_parameters():
             if "norm" in name:
                 parameter.add_(torch.randn_like(parameter) * 0.2)
-    directories = {}
-    for spelling in ("transformers5", "released"):
-        directory = str(tmp_path_factory.mktemp(f"modernbert_{spelling}"))
+    for spelling in SPELLINGS:
+        directory = os.path.join(root, spelling)
         model.save_pretrained(directory)
-        for name in os.listdir(modernbert_tokenizer_dir):
-            shutil.copy(os.path.join(modernbert_tokenizer_dir, name), directory)
-        directories[spelling] = directory
-    _respell_as_released(os.path.join(directories["released"], "config.json"))
-    return directories
+        for name in os.listdir(tokenizer_dir):
+            shutil.copy(os.path.join(tokenizer_dir, name), directory)
+    _respell_as_released(os.path.join(root, "released", "config.json"))
 
 
 def _respell_as_released(path):

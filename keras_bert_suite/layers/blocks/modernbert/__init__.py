@@ -112,8 +112,12 @@ BLOCK = BlockKind(
     # GeGLU products span a wider range than GELU's: W_o keeps bf16 under int8_vnni, as
     # BERT's FFN output does.
     precision_overrides={"feed_forward_output/kernel": {"int8_vnni": "bfloat16"}},
-    # No smoothing: the norms have no offset to estimate ranges from, and block 0 has none.
-    smoothed_inputs={},
+    # int8_vnni smooths the matmuls its norms feed (block 0's qkv: the embeddings' norm, as
+    # it has no attention norm). A random 4-layer ModernBERT with one norm channel 20x the
+    # others, 128 SOTU sentences: worst mean-pooled cosine to float32 0.99997 unsmoothed,
+    # 0.999997 estimated from the norms' weights, 0.999998 calibrated on 64 sentences.
+    smoothed_inputs={"attention/qkv/kernel": "attention_norm",
+                     "feed_forward_input/kernel": "feed_forward_norm"},
     output_norm=None,
     encoder=PIECES,
     absent=absent,
