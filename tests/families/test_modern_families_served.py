@@ -29,8 +29,8 @@ pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.needs_savedmodel,
 
 SEQUENCE_LENGTH = 32
 # int8_vnni is refused on a CPU without VNNI / AMX (export/cpu_features.py).
-EXPORTED = tuple(p for p in SERVING_PRECISIONS
-                 if p != "int8_vnni" or cpu_features.int8_vnni_flags())
+VNNI = cpu_features.int8_vnni_flags()
+EXPORTED = tuple(p for p in SERVING_PRECISIONS if p != "int8_vnni" or VNNI)
 NUM_LABELS = 3
 # What a server must answer: the tokenizer parity's hard cases, the BERT exports' awkward
 # strings (empty, invalid UTF-8, controls, emoji, special-token text) and both families'
@@ -160,3 +160,26 @@ def test_one_kbs_serve_answers_both_families_in_every_precision(served_families,
                 np.mean(served[family, precision].argmax(-1) == labels))
     print("label agreement with float32:", agreement)
     assert min(agreement.values()) >= 0.9, agreement
+
+
+@pytest.mark.skipif(not VNNI, reason="int8_vnni is exported only on CPUs with AVX512_VNNI, "
+                    "AVX_VNNI or AMX (the other precisions ran above)")
+def test_int8_vnni_runs_int8_arithmetic_on_smoothed_inputs(served_families):
+    """Both kinds' int8_vnni exports run oneDNN's quantized matmul, and every matmul their
+    kind smooths is smoothed: ModernBERT's first qkv too (fed by the embeddings' norm, as the
+    block has no attention norm of its own)."""
+    from keras_bert_suite.export.op_check import saved_model_ops
+    from keras_bert_suite.export.serving_encoder import ServingEncoder
+    from keras_bert_suite.layers.serving.int8_matmul import Int8Kernel
+
+    for family, model in served_families["models"].items():
+        path = served_families["paths"][family, "int8_vnni"]
+        assert "QuantizedMatMulWithBiasAndDequantize" in saved_model_ops(path), family
+        encoder = model.encoder
+        smoothed = {f"layer_{index}/{template}"
+                    for index in range(len(encoder.transformer_layers))
+                    for template in encoder.block_kind.smoothed_inputs}
+        kernels = ServingEncoder(encoder, "int8_vnni").weights
+        assert smoothed and {name for name, kernel in kernels.items()
+                             if isinstance(kernel, Int8Kernel)
+                             and kernel.input_scales is not None} == smoothed, family
