@@ -85,9 +85,15 @@ class BertEmbeddings(keras.layers.Layer):
         self.built = True
 
     def call(self, token_ids, segment_ids, padding_mask=None, training=None):
+        return self.embed_with(self, token_ids, segment_ids, padding_mask, training)
+
+    def embed_with(self, tables, token_ids, segment_ids, padding_mask=None, training=None):
+        """`call`, reading the rows through `tables` (`rows`, `has_segments`, `norm`, as
+        `embed` takes them): a discriminator under gradient-disentangled embedding sharing
+        reads other token rows through this layer's positions, LayerNorm and dropout."""
         positions = (self._positions(token_ids, padding_mask) if self.position_rows
                      else None)
-        x = embed(self, token_ids, segment_ids, positions)
+        x = embed(tables, token_ids, segment_ids, positions)
         return self.dropout_layer(x, training=training)
 
     # The parts `embed` calls.

@@ -43,9 +43,10 @@ DEFAULTS = merged(common_defaults(learning_rate=1e-4, warmup_fraction=0.0, num_t
         "tokenizer_preset": "minilm_l6_h384_uncased",
         "vocabulary": None,  # a vocab.txt path; overrides tokenizer_preset's vocabulary
         # What the model learns (tasks/pretrainer/objectives.py): "mlm_nsp" (BERT), "mlm"
-        # (RoBERTa), "mlm_sop" (ALBERT), "electra", "ltr" (left-to-right, GPT-1).
+        # (RoBERTa), "mlm_sop" (ALBERT), "electra", "deberta_v3" (ELECTRA's with
+        # gradient-disentangled embedding sharing), "ltr" (left-to-right, GPT-1).
         "objective": "mlm_nsp",
-        # ELECTRA: the generator's hidden size, heads and intermediate size as a fraction of
+        # ELECTRA, DeBERTa-v3: the generator's hidden size, heads and intermediate size as a fraction of
         # the discriminator's (the paper's 1/4 for small models).
         "generator_size": 0.25,
     },
@@ -130,7 +131,7 @@ def _objective_model(recipe, vocabulary_size):
             model_config["preset"], load_weights=model_config["load_weights"],
             encoder_overrides=overrides, generator_size=model_config["generator_size"],
             rtd_weight=training["rtd_loss_weight"], preprocessor=None,
-            seed=training["seed"])
+            seed=training["seed"], embedding_sharing=row.embedding_sharing)
         return model, None
     model = BertPretrainer.from_preset(
         model_config["preset"], load_weights=model_config["load_weights"],

@@ -52,7 +52,7 @@ RENAMED_KEYS = {"data.max_seq_length": "data.sequence_length",
 # Keys older recipes used that no longer exist -> what to set instead.
 RETIRED_KEYS = {"model.next_sentence_prediction": (
     'set model.objective instead: "mlm_nsp" for MLM + next-sentence prediction (what true '
-    'meant), "mlm" for MLM only (false), or "mlm_sop", "electra", "ltr" (docs/pretraining.md)')}
+    'meant), "mlm" for MLM only (false), or "mlm_sop", "electra", "deberta_v3", "ltr" (docs/pretraining.md)')}
 
 
 def resolve_recipe_path(name_or_path):

@@ -6,10 +6,12 @@ from keras import ops
 from keras_bert_suite.layers.generator_sampling import ReplaceTokens, SampleTokens, at_positions
 from keras_bert_suite.layers.masked_lm_head import MaskedLMHead
 from keras_bert_suite.layers.replaced_token_head import ReplacedTokenHead
-from keras_bert_suite.layers.blocks.bert.layer import TransformerBlock
+from keras_bert_suite.layers.blocks.encoder_pieces import first_token
 from keras_bert_suite.layers.initializer import BertInitializer
 from keras_bert_suite.models.encoder import BertEncoder, EncoderParts, _encode
 from keras_bert_suite.names import ENCODER_INPUTS, MASK_POSITIONS
+from keras_bert_suite.tasks.pretrainer.gradient_disentangled import (
+    GRADIENT_DISENTANGLED, SHARED, GradientDisentangledDiscriminator, check_embedding_sharing)
 from keras_bert_suite.tasks.pretrainer.model import BertPretrainer, check_pretraining_inputs
 from keras_bert_suite.tasks.pretrainer.replaced_token_detector import ReplacedTokenDetector
 from keras_bert_suite.tasks.head_parts import freeze_unused_pooler, resolve_encoder
@@ -33,6 +35,18 @@ def generator_sizes(encoder, generator_size):
     return hidden, heads, intermediate
 
 
+def generator_config(encoder, generator_size):
+    """The generator's EncoderConfig: the discriminator's block kind, options and depth at
+    `generator_size` of its width (`generator_sizes`), one unpruned block per layer, reading
+    the discriminator's embeddings (E wide: a projection E -> hidden where they differ)."""
+    hidden, heads, intermediate = generator_sizes(encoder, generator_size)
+    width = encoder.embedding_dim or encoder.hidden_dim
+    return encoder.config.replace(
+        hidden_dim=hidden, num_heads=heads, intermediate_dim=intermediate,
+        embedding_dim=None if width == hidden else width, layer_num_heads=None,
+        layer_intermediate_dims=None, num_layer_groups=None, layers_per_group=1)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class ElectraPretrainer(BertTask):
     """ELECTRA pretraining: a small generator fills the masked positions with tokens it
@@ -48,6 +62,14 @@ class ElectraPretrainer(BertTask):
       the original counts as original ("replaced" means a different token).
     * Loss = generator MLM cross-entropy (mean over real predictions) + `rtd_weight` (50) x
       discriminator sigmoid cross-entropy (mean over real tokens).
+    * The generator's blocks are the discriminator's kind (BERT's, DeBERTa-v3's with its own
+      relative embeddings, ...).
+    * `embedding_sharing`: "shared" (ELECTRA: one token table that both losses train) or
+      "gradient_disentangled" (DeBERTa-v3's GDES, `gradient_disentangled.py`): the
+      discriminator reads stop_gradient(E_G) + E_Delta, so the generator's MLM loss alone
+      trains the table E_G (`encoder`'s) and the RTD loss only E_Delta (zeros at first, held
+      by `discriminator_layer`). `discriminator()`, `detector()` and `save_to_preset` give
+      the discriminator with E_G + E_Delta as its table; `encoder` itself keeps E_G.
 
     Data: the same as `BertPretrainer` without NSP: x = `token_ids` (masked), `segment_ids`,
     `padding_mask`, `mask_positions` [B, P]; y = {"mlm_labels", "mlm_weights"}. Padded
@@ -76,25 +98,23 @@ class ElectraPretrainer(BertTask):
     task_name = "electra_pretrainer"
 
     def __init__(self, encoder=None, generator_size=0.25, rtd_weight=50.0, preprocessor=None,
-                 seed=None, backbone=None, **kwargs):
+                 seed=None, embedding_sharing=SHARED, backbone=None, **kwargs):
         encoder = resolve_encoder(encoder, backbone)
-        hidden, heads, intermediate = generator_sizes(encoder, generator_size)
+        check_embedding_sharing(embedding_sharing)
+        config = generator_config(encoder, generator_size)
         policy = encoder.layer_dtype_policy
         initializer = BertInitializer(stddev=encoder.initializer_range)
-        embedding_width = encoder.embedding_dim or encoder.hidden_dim
         projection = None
-        if embedding_width != hidden:
-            projection = keras.layers.Dense(hidden, kernel_initializer=initializer,
+        if config.embedding_dim is not None:
+            projection = keras.layers.Dense(config.hidden_dim, kernel_initializer=initializer,
                                             dtype=policy, name="generator_projection")
-        blocks = [TransformerBlock(heads, hidden, intermediate, dropout=encoder.dropout,
-                                   layer_norm_epsilon=encoder.layer_norm_epsilon,
-                                   initializer_range=encoder.initializer_range,
-                                   activation=encoder.activation, dtype=policy,
-                                   name=f"generator_layer_{i}")
-                  for i in range(encoder.num_layers)]
-        generator = EncoderParts(encoder.embeddings, projection, blocks,
-                                 [[i] for i in range(encoder.num_layers)],
-                                 keras.layers.Identity(name="generator_cls"), encoder.causal)
+        kind = encoder.block_kind
+        blocks = [kind.make(config, i, policy, f"generator_layer_{i}")
+                  for i in range(config.num_blocks)]
+        pieces = kind.encoder._replace(pool=first_token)  # the generator has no pooler
+        generator = EncoderParts(encoder.embeddings, projection, blocks, config.layer_schedule,
+                                 keras.layers.Identity(name="generator_cls"), encoder.causal,
+                                 config, pieces, pieces.layers(config, policy))
         generator_head = MaskedLMHead(
             encoder.token_embedding, layer_norm_epsilon=encoder.layer_norm_epsilon,
             initializer_range=encoder.initializer_range, activation=encoder.activation,
@@ -114,7 +134,14 @@ class ElectraPretrainer(BertTask):
         mlm_logits = generator_head(rows[:, 1:])  # [B, P, V]
         sampled = sampler(mlm_logits)  # [B, P]
         corrupted = ReplaceTokens(name="replace_tokens")(inputs["token_ids"], positions, sampled)
-        sequence = encoder({**originals, "token_ids": corrupted})["sequence_output"]
+        discriminator_inputs = {**originals, "token_ids": corrupted}
+        discriminator = None
+        if embedding_sharing == GRADIENT_DISENTANGLED:
+            discriminator = GradientDisentangledDiscriminator(encoder, dtype=policy,
+                                                              name="discriminator")
+            sequence = discriminator(discriminator_inputs)
+        else:
+            sequence = encoder(discriminator_inputs)["sequence_output"]
         outputs = {"mlm_logits": mlm_logits, "rtd_logits": detector_head(sequence),
                    "sampled_ids": sampled}
         super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
@@ -122,6 +149,8 @@ class ElectraPretrainer(BertTask):
         self.generator_size = generator_size
         self.rtd_weight = float(rtd_weight)
         self.seed = seed
+        self.embedding_sharing = embedding_sharing
+        self.discriminator_layer = discriminator  # GDES: E_Delta's holder, else None
         self.generator_parts = generator
         self.generator_head = generator_head
         self.replaced_token_head = detector_head
@@ -206,9 +235,20 @@ class ElectraPretrainer(BertTask):
 
     # === The discriminator, weights and presets ===
 
+    def discriminator(self):
+        """The discriminator's encoder: `encoder` itself with ELECTRA's sharing; under GDES a
+        copy of it whose token table is E_G + E_Delta."""
+        if self.discriminator_layer is None:
+            return self.encoder
+        copy = self.encoder.__class__.from_config(self.encoder.get_config())
+        copy.set_weights(self.encoder.get_weights())
+        copy.token_embedding.embeddings.assign(self.discriminator_layer.token_table())
+        return copy
+
     def detector(self):
-        """The discriminator as a ReplacedTokenDetector sharing this model's weights."""
-        detector = ReplacedTokenDetector(self.encoder, preprocessor=self.preprocessor)
+        """The discriminator as a ReplacedTokenDetector (sharing this model's weights with
+        ELECTRA's sharing; under GDES on the `discriminator()` copy)."""
+        detector = ReplacedTokenDetector(self.discriminator(), preprocessor=self.preprocessor)
         for mine, theirs in zip(self.replaced_token_head.weights,
                                 detector.replaced_token_head.weights):
             theirs.assign(mine)
@@ -219,32 +259,41 @@ class ElectraPretrainer(BertTask):
         generator's sizes, with a copy of this model's generator weights and of the shared
         embeddings block, so it computes this model's `mlm_logits`. ELECTRA's authors
         released their generators too; `save_huggingface` writes it as ElectraForMaskedLM."""
-        hidden, heads, intermediate = generator_sizes(self.encoder, self.generator_size)
-        width = self.encoder.embedding_dim or self.encoder.hidden_dim
+        sizes = generator_config(self.encoder, self.generator_size)
         config = {key: value for key, value in self.encoder.get_config().items()
                   if key != "name"}
-        config.update(hidden_dim=hidden, num_heads=heads, intermediate_dim=intermediate,
-                      embedding_dim=None if width == hidden else width,
-                      pooler_activation="gelu")  # ELECTRA's; the generator has no pooler
+        config.update({key: getattr(sizes, key) for key in (
+            "hidden_dim", "num_heads", "intermediate_dim", "embedding_dim", "layer_num_heads",
+            "layer_intermediate_dims", "num_layer_groups", "layers_per_group")},
+            pooler_activation="gelu")  # ELECTRA's; the generator has no pooler
         generator = BertPretrainer(BertEncoder.from_config(config),
                                    preprocessor=self.preprocessor, next_sentence_prediction=False)
         encoder, parts = generator.encoder, self.generator_parts
         for mine, source in [(encoder.embeddings, parts.embeddings),
                              (encoder.embedding_projection, parts.embedding_projection),
                              *zip(encoder.transformer_layers, parts.blocks, strict=True),
+                             *zip(encoder.shared_layers.values(), parts.shared.values(),
+                                  strict=True),
                              (generator.masked_lm_head, self.generator_head)]:
-            if mine is not None:
-                for variable, value in zip(mine.weights, source.weights, strict=True):
+            if mine is not None:  # a layer, or a lone variable among the kind's shared ones
+                for variable, value in zip(getattr(mine, "weights", [mine]),
+                                           getattr(source, "weights", [source]), strict=True):
                     variable.assign(value)
         return generator
 
     # The discriminator's weight names (the encoder's plus `rtd/...`), its preset (which a
     # ReplacedTokenDetector and any task read) and its head from a checkpoint: the
     # detector's own code, which reads `encoder` and `replaced_token_head` as this model has.
-    weight_map = ReplacedTokenDetector.weight_map
+    # Under GDES the discriminator's token table is E_G + E_Delta: the `detector()` copy's.
+    def weight_map(self):
+        if self.discriminator_layer is not None:
+            return self.detector().weight_map()
+        return ReplacedTokenDetector.weight_map(self)
+
     preset_weights = ReplacedTokenDetector.preset_weights
     _from_checkpoint = vars(ReplacedTokenDetector)["_from_checkpoint"]  # the classmethod, unbound
 
     def get_config(self):
         return {**super().get_config(), "generator_size": self.generator_size,
-                "rtd_weight": self.rtd_weight, "seed": self.seed}
+                "rtd_weight": self.rtd_weight, "seed": self.seed,
+                "embedding_sharing": self.embedding_sharing}

@@ -11,6 +11,7 @@ recipe (`data.instance_format`, `data.max_ngram`, `data.targets`) take the objec
 | mlm     | RoBERTa (Liu et al.)     | doc_sentences  | tokens        | MLM                         |
 | mlm_sop | ALBERT (Lan et al.)      | sop pairs      | n-grams, n<=3 | MLM + sentence order        |
 | electra | ELECTRA (Clark et al.)   | doc_sentences  | tokens        | generator MLM + 50 x RTD    |
+| deberta_v3 | DeBERTaV3 (He et al.) | doc_sentences  | tokens        | ELECTRA's, gradient-disentangled embedding sharing |
 | ltr     | GPT-1 / BERT's ablation  | doc_sentences  | none          | next token, causal attention|
 
 Shared layers (ALBERT's) are an encoder setting, not an objective: a recipe sets
@@ -29,6 +30,8 @@ class Objective:
     sentence_pair_head: bool  # NSP / SOP head on each instance's [CLS]
     causal: bool = False  # attention to earlier positions only
     electra: bool = False  # generator + discriminator (ElectraPretrainer)
+    # ElectraPretrainer's: "shared" (ELECTRA) or "gradient_disentangled" (DeBERTa-v3's GDES)
+    embedding_sharing: str = "shared"
 
 
 OBJECTIVES = {
@@ -41,6 +44,10 @@ OBJECTIVES = {
     "electra": Objective("ELECTRA: a small generator's MLM + 50 x the discriminator's "
                          "replaced-token detection", "doc_sentences", 1, "masked", False,
                          electra=True),
+    "deberta_v3": Objective("DeBERTaV3: ELECTRA's generator MLM + 50 x replaced-token "
+                            "detection, the discriminator's token table stop_gradient(E_G) + "
+                            "E_Delta (GDES)", "doc_sentences", 1, "masked", False,
+                            electra=True, embedding_sharing="gradient_disentangled"),
     "ltr": Objective("GPT-1 (BERT's 'LTR & No NSP'): the next token, left-to-right attention",
                      "doc_sentences", 1, "next_token", False, causal=True),
 }
