@@ -49,6 +49,8 @@ DEFAULTS = merged(common_defaults(learning_rate=1e-4, warmup_fraction=0.0, num_t
         # ELECTRA, DeBERTa-v3: the generator's hidden size, heads and intermediate size as a fraction of
         # the discriminator's (the paper's 1/4 for small models).
         "generator_size": 0.25,
+        # The generator's layers (null: the discriminator's; DeBERTa-v3's paper: half).
+        "generator_layers": None,
     },
     "data": {
         # "sotu" (the State of the Union corpus, `make data`), or a list of paths / globs.
@@ -131,7 +133,8 @@ def _objective_model(recipe, vocabulary_size):
             model_config["preset"], load_weights=model_config["load_weights"],
             encoder_overrides=overrides, generator_size=model_config["generator_size"],
             rtd_weight=training["rtd_loss_weight"], preprocessor=None,
-            seed=training["seed"], embedding_sharing=row.embedding_sharing)
+            seed=training["seed"], embedding_sharing=row.embedding_sharing,
+            generator_layers=model_config["generator_layers"])
         return model, None
     model = BertPretrainer.from_preset(
         model_config["preset"], load_weights=model_config["load_weights"],

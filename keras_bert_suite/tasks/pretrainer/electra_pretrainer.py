@@ -35,14 +35,20 @@ def generator_sizes(encoder, generator_size):
     return hidden, heads, intermediate
 
 
-def generator_config(encoder, generator_size):
-    """The generator's EncoderConfig: the discriminator's block kind, options and depth at
-    `generator_size` of its width (`generator_sizes`), one unpruned block per layer, reading
-    the discriminator's embeddings (E wide: a projection E -> hidden where they differ)."""
+def generator_config(encoder, generator_size, generator_layers=None):
+    """The generator's EncoderConfig: the discriminator's block kind and options at
+    `generator_size` of its width (`generator_sizes`) and `generator_layers` deep (None: the
+    discriminator's depth), one unpruned block per layer, reading the discriminator's
+    embeddings (E wide: a projection E -> hidden where they differ)."""
     hidden, heads, intermediate = generator_sizes(encoder, generator_size)
+    layers = encoder.num_layers if generator_layers is None else generator_layers
+    if isinstance(layers, bool) or not isinstance(layers, int) or layers < 1:
+        raise ValueError(f"generator_layers is None (the discriminator's depth) or a number "
+                         f"of layers >= 1 (DeBERTa-v3: half the discriminator's), got "
+                         f"{generator_layers!r}.")
     width = encoder.embedding_dim or encoder.hidden_dim
     return encoder.config.replace(
-        hidden_dim=hidden, num_heads=heads, intermediate_dim=intermediate,
+        num_layers=layers, hidden_dim=hidden, num_heads=heads, intermediate_dim=intermediate,
         embedding_dim=None if width == hidden else width, layer_num_heads=None,
         layer_intermediate_dims=None, num_layer_groups=None, layers_per_group=1)
 
@@ -53,7 +59,8 @@ class ElectraPretrainer(BertTask):
     samples, and the discriminator (the model that fine-tunes) tells for every token whether
     it was replaced.
 
-    * The generator has the discriminator's depth and `generator_size` of its width, heads
+    * The generator has the discriminator's depth (or `generator_layers`: DeBERTa-v3's is
+      half as deep at the full width) and `generator_size` of its width, heads
       and feed-forward size; the two share the whole embeddings block (token, position and
       segment tables and their LayerNorm), and the generator's masked-LM decoder is tied to
       it. Each keeps its own embedding -> hidden projection where the widths differ.
@@ -98,10 +105,11 @@ class ElectraPretrainer(BertTask):
     task_name = "electra_pretrainer"
 
     def __init__(self, encoder=None, generator_size=0.25, rtd_weight=50.0, preprocessor=None,
-                 seed=None, embedding_sharing=SHARED, backbone=None, **kwargs):
+                 seed=None, embedding_sharing=SHARED, generator_layers=None, backbone=None,
+                 **kwargs):
         encoder = resolve_encoder(encoder, backbone)
         check_embedding_sharing(embedding_sharing)
-        config = generator_config(encoder, generator_size)
+        config = generator_config(encoder, generator_size, generator_layers)
         policy = encoder.layer_dtype_policy
         initializer = BertInitializer(stddev=encoder.initializer_range)
         projection = None
@@ -147,6 +155,7 @@ class ElectraPretrainer(BertTask):
         super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
         freeze_unused_pooler(encoder)  # the heads read sequence outputs only
         self.generator_size = generator_size
+        self.generator_layers = generator_layers
         self.rtd_weight = float(rtd_weight)
         self.seed = seed
         self.embedding_sharing = embedding_sharing
@@ -259,11 +268,11 @@ class ElectraPretrainer(BertTask):
         generator's sizes, with a copy of this model's generator weights and of the shared
         embeddings block, so it computes this model's `mlm_logits`. ELECTRA's authors
         released their generators too; `save_huggingface` writes it as ElectraForMaskedLM."""
-        sizes = generator_config(self.encoder, self.generator_size)
+        sizes = generator_config(self.encoder, self.generator_size, self.generator_layers)
         config = {key: value for key, value in self.encoder.get_config().items()
                   if key != "name"}
         config.update({key: getattr(sizes, key) for key in (
-            "hidden_dim", "num_heads", "intermediate_dim", "embedding_dim", "layer_num_heads",
+            "num_layers", "hidden_dim", "num_heads", "intermediate_dim", "embedding_dim", "layer_num_heads",
             "layer_intermediate_dims", "num_layer_groups", "layers_per_group")},
             pooler_activation="gelu")  # ELECTRA's; the generator has no pooler
         generator = BertPretrainer(BertEncoder.from_config(config),
@@ -296,4 +305,5 @@ class ElectraPretrainer(BertTask):
     def get_config(self):
         return {**super().get_config(), "generator_size": self.generator_size,
                 "rtd_weight": self.rtd_weight, "seed": self.seed,
-                "embedding_sharing": self.embedding_sharing}
+                "embedding_sharing": self.embedding_sharing,
+                "generator_layers": self.generator_layers}

@@ -104,7 +104,9 @@ def test_gdes_keeps_rtd_off_e_g_trains_on_real_text_and_goes_out(batches, tmp_pa
 
     x, y = batches[0]
     model = ElectraPretrainer(BertEncoder(**TINY), generator_size=0.5, seed=1,
-                              embedding_sharing=objective("deberta_v3").embedding_sharing)
+                              embedding_sharing=objective("deberta_v3").embedding_sharing,
+                              generator_layers=1)  # DeBERTa-v3's: half the depth
+    assert [len(model.generator_parts.blocks), model.generator().encoder.num_layers] == [1, 1]
     # One step's gradients: RTD reaches E_Delta and never E_G, which MLM trains.
     table = model.encoder.token_embedding.embeddings  # E_G
     delta = model.discriminator_layer.token_delta  # E_Delta
