@@ -10,9 +10,13 @@ one built as Keras' AdamW, one as FusedAdamW, each on its own copy of the model.
 
 Contestants, A B A B interleaved, each the median of its rounds, in wall-clock and in this
 process's CPU seconds (the machine is shared; CPU time moves less with the neighbours):
-* `step L`: one `train_on_batch` at sequence length L (forward, backward, update);
-* `update` (TensorFlow and torch): `optimizer.apply` alone, on fixed dense gradients
-  (traced once with tf.function on TensorFlow, as fit runs it).
+* `step L`: one `train_on_batch` at sequence length L (forward, backward, update), also with
+  FusedAdamW's row-wise update of the token table (`touched_rows_names`);
+* `fixed`: step at the shortest length minus that length times the per-token slope between
+  the shortest and the longest length (what a step costs whatever its length);
+* `update` (TensorFlow and torch): `optimizer.apply` alone, on fixed gradients (the token
+  table's of 512 looked-up ids: row slices on TensorFlow, as a lookup makes them, dense with
+  the other rows 0 on torch; traced once with tf.function on TensorFlow, as fit runs it).
 The fixed cost of a step is what does not shrink with the length: the update. Results:
 stdout and bench/results/optimizer_step.json.
 """
@@ -36,7 +40,8 @@ from keras_bert_suite.training.optimizers import AdamW, FusedAdamW  # noqa: E402
 MINILM = dict(vocabulary_size=30522, num_layers=6, num_heads=12, hidden_dim=384,
               intermediate_dim=1536, max_sequence_length=512)
 BATCH = 32
-OPTIMIZERS = {"keras AdamW": AdamW, "FusedAdamW": FusedAdamW}
+OPTIMIZERS = {"keras AdamW": (AdamW, {}), "FusedAdamW": (FusedAdamW, {}),
+              "FusedAdamW touched rows": (FusedAdamW, {"touched_rows_names": ["token_embedding"]})}
 
 
 def _batch(length, seed=0):
@@ -47,26 +52,34 @@ def _batch(length, seed=0):
     return x, (np.arange(BATCH) % 2).astype("int32")
 
 
-def _classifier(optimizer_class, weights=None):
+def _classifier(optimizer_class, options, weights=None):
     classifier = BertClassifier(BertEncoder(**MINILM), num_classes=2)
     if weights is not None:
         classifier.set_weights(weights)
     bert = create_optimizer(learning_rate=5e-5)
-    classifier.compile(optimizer=optimizer_class.from_config(bert.get_config()))
+    classifier.compile(optimizer=optimizer_class.from_config({**bert.get_config(), **options}))
     return classifier
 
 
-def _update_alone(classifier):
-    """A zero-argument callable running `optimizer.apply` on fixed dense gradients."""
+def _update_alone(classifier, length=16):
+    """A zero-argument callable running `optimizer.apply` on fixed gradients: dense, except
+    the token table's on TensorFlow, row slices of a batch of `length` tokens (as a lookup's
+    gradient arrives there; on torch the rows outside the batch are 0)."""
     variables = classifier.trainable_variables
     rng = np.random.default_rng(1)
-    gradients = [keras.ops.convert_to_tensor(
-        (rng.standard_normal(v.shape) * 1e-3).astype("float32")) for v in variables]
+    gradients = [(rng.standard_normal(v.shape) * 1e-3).astype("float32") for v in variables]
+    ids = rng.integers(1000, 30000, BATCH * length)
+    table = next(i for i, v in enumerate(variables) if "token_embedding" in v.path)
+    gradients[table] = np.zeros(gradients[table].shape, "float32")
+    np.add.at(gradients[table], ids, rng.standard_normal((len(ids), MINILM["hidden_dim"])))
+    gradients = [keras.ops.convert_to_tensor(g) for g in gradients]
     optimizer = classifier.optimizer
     optimizer.build(variables)
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
+        rows = tf.constant(rng.standard_normal((len(ids), MINILM["hidden_dim"])), tf.float32)
+        gradients[table] = tf.IndexedSlices(rows, tf.constant(ids), variables[table].shape)
         return tf.function(lambda: optimizer.apply(gradients, variables))
     return lambda: optimizer.apply(gradients, variables)
 
@@ -74,8 +87,8 @@ def _update_alone(classifier):
 def contestants(lengths):
     calls = {}
     weights = None
-    for label, optimizer_class in OPTIMIZERS.items():
-        classifier = _classifier(optimizer_class, weights)
+    for label, (optimizer_class, options) in OPTIMIZERS.items():
+        classifier = _classifier(optimizer_class, options, weights)
         weights = classifier.get_weights()
         for length in lengths:
             x, y = _batch(length)
@@ -120,11 +133,24 @@ def main():
         cpu = statistics.median(value[1] for value in values)
         table[name] = {"wall_ms": 1000 * wall, "cpu_ms": 1000 * cpu}
         print(f"{name:28s} wall {1000 * wall:8.1f} ms   cpu {1000 * cpu:8.1f} ms")
-    for what in sorted({name.split(",")[0] for name in calls}):
-        keras_ms, fused_ms = (table[f"{what}, {label}"] for label in OPTIMIZERS)
-        print(f"{what}: FusedAdamW / keras AdamW = "
-              f"{fused_ms['wall_ms'] / keras_ms['wall_ms']:.2f}x wall, "
-              f"{fused_ms['cpu_ms'] / keras_ms['cpu_ms']:.2f}x cpu")
+    for name, value in table.items():
+        what, label = name.split(", ")
+        keras_ms = table[f"{what}, keras AdamW"]
+        if label != "keras AdamW":
+            print(f"{what}: {label} / keras AdamW = "
+                  f"{value['wall_ms'] / keras_ms['wall_ms']:.2f}x wall, "
+                  f"{value['cpu_ms'] / keras_ms['cpu_ms']:.2f}x cpu")
+    if len(args.lengths) >= 2:  # fixed cost: the step at the shortest length minus its slope
+        short, long = min(args.lengths), max(args.lengths)
+        for label in OPTIMIZERS:
+            for clock in ("wall_ms", "cpu_ms"):
+                a, b = (table[f"step {n}, {label}"][clock] for n in (short, long))
+                slope = (b - a) / (long - short)
+                table[f"fixed, {label}"] = {**table.get(f"fixed, {label}", {}),
+                                            clock: a - slope * short}
+            fixed = table[f"fixed, {label}"]
+            print(f"fixed cost (step {short} minus {short} x per-token slope), {label}: "
+                  f"wall {fixed['wall_ms']:.1f} ms, cpu {fixed['cpu_ms']:.1f} ms")
     _workers.write_results("optimizer_step", {**results, "milliseconds": table})
 
 

@@ -147,9 +147,10 @@ def _keras_moment_rounding(beta_1, beta_2):
 
 
 def adamw_update(variables, gradients, momentums, velocities, *, decayed, learning_rate,
-                 step, weight_decay, beta_1, beta_2, epsilon):
+                 step, weight_decay, beta_1, beta_2, epsilon, row_wise=None):
     """Every variable's AdamW step at once (Keras AdamW's numbers; the decay only where
-    `decayed[i]`), assigned in place; True, or None on TensorFlow (`adamw_variable_update`).
+    `decayed[i]`; only the touched rows where `row_wise[i]`: `adamw_touched_rows`),
+    assigned in place; True, or None on TensorFlow (`adamw_variable_update`).
 
     * torch: `torch._fused_adamw_`, the kernel of `torch.optim.AdamW(fused=True)`: one pass
       per variable for decay and update, where Keras' per-variable ops made ~15 (measured
@@ -161,7 +162,8 @@ def adamw_update(variables, gradients, momentums, velocities, *, decayed, learni
     backend = keras.backend.backend()
     arguments = (variables, gradients, momentums, velocities)
     learning_rate = ops.convert_to_tensor(learning_rate)  # Keras holds a constant one in a Variable
-    hyper = dict(decayed=tuple(decayed), learning_rate=learning_rate, step=step,
+    row_wise = tuple(row_wise or [False] * len(variables))
+    hyper = dict(decayed=tuple(decayed), row_wise=row_wise, learning_rate=learning_rate, step=step,
                  weight_decay=weight_decay, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
     if backend == "torch":
         _torch_adamw(*arguments, **hyper)
@@ -178,8 +180,8 @@ def torch_has_fused_adamw():
     return hasattr(torch, "_fused_adamw_")
 
 
-def _torch_adamw(variables, gradients, momentums, velocities, *, decayed, learning_rate,
-                 step, weight_decay, beta_1, beta_2, epsilon):
+def _torch_adamw(variables, gradients, momentums, velocities, *, decayed, row_wise,
+                 learning_rate, step, weight_decay, beta_1, beta_2, epsilon):
     import math
 
     import torch
@@ -199,8 +201,13 @@ def _torch_adamw(variables, gradients, momentums, velocities, *, decayed, learni
     fused_lr = keras_alpha * bias_1 / bias_2_root
     groups = {}
     with torch.no_grad():
-        for variable, gradient, m, v, decay in zip(variables, gradients, momentums,
-                                                   velocities, decayed):
+        for variable, gradient, m, v, decay, rows in zip(variables, gradients, momentums,
+                                                         velocities, decayed, row_wise):
+            if rows:
+                adamw_touched_rows(variable, gradient, m, v, learning_rate=lr, step=local_step,
+                                   decay=weight_decay if decay else None, beta_1=beta_1,
+                                   beta_2=beta_2, epsilon=epsilon)
+                continue
             value = variable.value
             key = (value.device, value.dtype, bool(decay and weight_decay))
             group = groups.setdefault(key, ([], [], [], []))
@@ -215,9 +222,9 @@ def _torch_adamw(variables, gradients, momentums, velocities, *, decayed, learni
                 eps=epsilon / bias_2_root, amsgrad=False, maximize=False)
 
 
-def _jax_adamw(variables, gradients, momentums, velocities, *, decayed, learning_rate, step,
-               weight_decay, beta_1, beta_2, epsilon):
-    update = _jax_adamw_function(decayed, weight_decay, beta_1, beta_2, epsilon)
+def _jax_adamw(variables, gradients, momentums, velocities, *, decayed, row_wise, learning_rate,
+               step, weight_decay, beta_1, beta_2, epsilon):
+    update = _jax_adamw_function(decayed, row_wise, weight_decay, beta_1, beta_2, epsilon)
     values, ms, vs = update([v.value for v in variables], list(gradients),
                             [m.value for m in momentums], [v.value for v in velocities],
                             learning_rate, step)
@@ -228,26 +235,102 @@ def _jax_adamw(variables, gradients, momentums, velocities, *, decayed, learning
 
 
 @functools.lru_cache(maxsize=None)
-def _jax_adamw_function(decayed, weight_decay, beta_1, beta_2, epsilon):
+def _jax_adamw_function(decayed, row_wise, weight_decay, beta_1, beta_2, epsilon):
     import jax
     import jax.numpy as jnp
 
     def update(values, gradients, ms, vs, learning_rate, step):
         new_values, new_ms, new_vs = [], [], []
-        for value, gradient, m, v, decay in zip(values, gradients, ms, vs, decayed):
-            dtype = value.dtype
-            lr = jnp.asarray(learning_rate, dtype)
-            t = jnp.asarray(step, dtype)
-            if decay and weight_decay:  # Keras: variable - variable * decay * lr
-                value = value - value * jnp.asarray(weight_decay, dtype) * lr
-            gradient = gradient.astype(dtype)
-            alpha = (lr * jnp.sqrt(1 - jnp.power(jnp.asarray(beta_2, dtype), t))
-                     / (1 - jnp.power(jnp.asarray(beta_1, dtype), t)))
-            m = m + (gradient - m) * (1 - beta_1)
-            v = v + (jnp.square(gradient) - v) * (1 - beta_2)
-            new_values.append(value - (m * alpha) / (jnp.sqrt(v) + epsilon))
-            new_ms.append(m)
-            new_vs.append(v)
+        for value, gradient, m, v, decay, rows in zip(values, gradients, ms, vs, decayed,
+                                                      row_wise):
+            stepped = adam_rows(value, gradient, m, v, learning_rate=learning_rate, step=step,
+                                decay=weight_decay if decay else None, beta_1=beta_1,
+                                beta_2=beta_2, epsilon=epsilon)
+            if rows:  # the touched rows' step, the others kept (one fused pass all the same)
+                touched = jnp.any(gradient != 0, axis=1, keepdims=True)
+                stepped = [jnp.where(touched, new, old) for new, old in zip(stepped, (value, m, v))]
+            for new, out in zip(stepped, (new_values, new_ms, new_vs)):
+                out.append(new)
         return new_values, new_ms, new_vs
 
     return jax.jit(update)
+
+
+def global_norm(gradients):
+    """The L2 norm of all `gradients` together (Keras' `global_norm`), or None.
+
+    Keras squares each gradient (a pass that writes a copy) and then sums it (a pass that
+    reads it). TensorFlow's `l2_loss` and torch's `_foreach_norm` reduce each gradient in
+    one read. TensorFlow row slices (`tf.IndexedSlices`, ids unique: see
+    `training.optimizers`) count their rows' values. None on JAX, where XLA fuses Keras' form.
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        halves = [tf.nn.l2_loss(g.values if isinstance(g, tf.IndexedSlices) else g)
+                  for g in gradients if g is not None]
+        return tf.sqrt(2.0 * tf.add_n(halves))
+    if backend == "torch":
+        import torch
+
+        norms = torch._foreach_norm([g for g in gradients if g is not None])
+        return torch.linalg.vector_norm(torch.stack(norms))
+    return None
+
+
+def adam_rows(value, gradient, m, v, *, learning_rate, step, decay, beta_1, beta_2, epsilon):
+    """Keras AdamW's step on some rows of a variable, written with `keras.ops` on native
+    tensors: (new value, new m, new v) of the rows given (`adamw_touched_rows`; JAX's jitted
+    update runs it on whole variables)."""
+    dtype = value.dtype
+    lr = ops.cast(learning_rate, dtype)
+    t = ops.cast(step, dtype)
+    if decay:  # Keras: variable - variable * decay * lr
+        value = value - value * ops.cast(decay, dtype) * lr
+    gradient = ops.cast(gradient, dtype)
+    alpha = (lr * ops.sqrt(1 - ops.power(ops.cast(beta_2, dtype), t))
+             / (1 - ops.power(ops.cast(beta_1, dtype), t)))
+    m = m + (gradient - m) * (1 - beta_1)
+    v = v + (ops.square(gradient) - v) * (1 - beta_2)
+    return value - (m * alpha) / (ops.sqrt(v) + epsilon), m, v
+
+
+def adamw_touched_rows(variable, gradient, momentum, velocity, **hyper):
+    """AdamW on the rows of a 2-D table that this step's gradient touches (a lazy update:
+    the other rows, their moments and their decay wait for a step that looks them up).
+
+    TensorFlow: `gradient` is a `tf.IndexedSlices` with unique ids; the rows are gathered,
+    stepped and scattered back. torch: the rows whose dense gradient is not all zero. JAX
+    (`_jax_adamw`) masks inside its jitted update instead (static shapes). `variable`,
+    `momentum`, `velocity`: tf.Variables on TensorFlow, Keras variables on torch.
+    """
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        ids, rows = gradient.indices, gradient.values
+        new = adam_rows(tf.gather(variable, ids), rows, tf.gather(momentum, ids),
+                        tf.gather(velocity, ids), **hyper)
+        for target, values in zip((variable, momentum, velocity), new):
+            target.scatter_update(tf.IndexedSlices(values, ids))
+        return None
+    import torch
+
+    with torch.no_grad():
+        table = variable.value
+        ids = torch.nonzero(gradient.ne(0).any(dim=1)).squeeze(1)
+        new = adam_rows(table[ids], gradient[ids], momentum.value[ids], velocity.value[ids],
+                        **hyper)
+        for target, values in zip((table, momentum.value, velocity.value), new):
+            target.index_copy_(0, ids, values.to(target.dtype))
+    return None
+
+
+def is_row_slices(gradient):
+    """Whether `gradient` is TensorFlow's row slices of a table (`tf.IndexedSlices`)."""
+    if keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return isinstance(gradient, tf.IndexedSlices)

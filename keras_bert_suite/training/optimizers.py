@@ -12,8 +12,9 @@ from keras_bert_suite.training.schedules import PerUpdateSchedule, WarmupPolynom
 NO_WEIGHT_DECAY = ("gamma", "beta", "bias")
 
 
-def _dense_gradients(gradients):
-    """Turns TensorFlow's sparse embedding gradients into ordinary tensors.
+def _dense_gradients(gradients, keep_rows=None):
+    """Turns TensorFlow's sparse embedding gradients into ordinary tensors (except where
+    `keep_rows[i]`: those stay row slices, summed per id by `_summed_rows`).
 
     On the TensorFlow backend a lookup's gradient reaches the optimizer as a
     `tf.IndexedSlices` with one row per looked-up id, duplicates unsummed (every [CLS],
@@ -28,8 +29,36 @@ def _dense_gradients(gradients):
         return gradients
     import tensorflow as tf  # only reached on the TensorFlow backend
 
-    return [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
-            for g in gradients]
+    keep_rows = keep_rows or [False] * len(gradients)
+    return [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) and not keep else g
+            for g, keep in zip(gradients, keep_rows)]
+
+
+def _summed_rows(gradients):
+    """TensorFlow row slices with each id once, its rows summed: the rows of the dense
+    gradient the other backends see (so clipping measures the same norm)."""
+    if keras.backend.backend() != "tensorflow":
+        return gradients
+    import tensorflow as tf  # only reached on the TensorFlow backend
+
+    def summed(g):
+        if not isinstance(g, tf.IndexedSlices):
+            return g
+        ids, positions = tf.unique(g.indices)
+        rows = tf.math.unsorted_segment_sum(g.values, positions, tf.shape(ids)[0])
+        return tf.IndexedSlices(rows, ids, g.dense_shape)
+
+    return [summed(g) for g in gradients]
+
+
+def _scaled(gradient, scale):
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf  # only reached on the TensorFlow backend
+
+        if isinstance(gradient, tf.IndexedSlices):
+            return tf.IndexedSlices(gradient.values * scale, gradient.indices,
+                                    gradient.dense_shape)
+    return gradient * scale
 
 
 def _summed_over_replicas(gradients):
@@ -73,8 +102,14 @@ class _BertGradients:
         return {**super().get_config(),
                 "exclude_from_weight_decay_names": self.exclude_from_weight_decay_names}
 
+    def updates_touched_rows(self, variable):
+        """Whether `variable` takes a row-wise (lazy) update (FusedAdamW's option)."""
+        return False
+
     def apply(self, grads, trainable_variables=None):
-        grads = _summed_over_replicas(_dense_gradients(grads))
+        variables = self._trainable_variables if trainable_variables is None else trainable_variables
+        keep_rows = [self.updates_touched_rows(v) for v in variables]
+        grads = _summed_rows(_summed_over_replicas(_dense_gradients(grads, keep_rows)))
         return super().apply(grads, trainable_variables)
 
 
@@ -97,7 +132,41 @@ class FusedAdamW(AdamW):
     update are one fused kernel per variable: TensorFlow's ResourceApplyAdam, torch's
     fused AdamW kernel, one jitted function on JAX (backend_kernels.adamw_update). Keras'
     AdamW runs ~15 element-wise ops per variable, each a pass over the weights; with
-    AMSGrad it is Keras' step."""
+    AMSGrad it is Keras' step. The global norm for clipping is one reduction per gradient
+    (`backend_kernels.global_norm`) where Keras' is two passes.
+
+    `touched_rows_names`: variables whose path contains one of these names (e.g.
+    "token_embedding") are updated row-wise: only the rows this step's gradient touches
+    move, with their moments and their decay (a "lazy" Adam, as TensorFlow 1's
+    LazyAdamOptimizer; docs/training.md has the measured trade-off). Not with AMSGrad,
+    gradient accumulation or per-variable clipping (then every row is updated).
+    """
+
+    def __init__(self, *args, touched_rows_names=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.touched_rows_names = list(touched_rows_names) if touched_rows_names else None
+
+    def get_config(self):
+        config = super().get_config()
+        if self.touched_rows_names:  # only when set: AdamW.from_config takes the rest
+            config["touched_rows_names"] = self.touched_rows_names
+        return config
+
+    def updates_touched_rows(self, variable):
+        if not self.touched_rows_names or len(variable.shape) != 2:
+            return False
+        if self.gradient_accumulation_steps or self.clipnorm or self.clipvalue:
+            return False
+        path = getattr(variable, "path", variable.name)
+        return self.decays_in_update() and any(name in path for name in self.touched_rows_names)
+
+    def _clip_gradients(self, grads):
+        norm = backend_kernels.global_norm(grads) if self.global_clipnorm else None
+        if norm is None:
+            return super()._clip_gradients(grads)
+        clip = self.global_clipnorm  # Keras' factor; (norm - norm) makes it NaN for inf/NaN
+        scale = clip * keras.ops.minimum(1.0 / norm, 1.0 / clip) + (norm - norm)
+        return [g if g is None else _scaled(g, scale) for g in grads]
 
     def decays_in_update(self):
         """Whether the fused step runs (it applies the decay itself): not with AMSGrad."""
@@ -121,6 +190,7 @@ class FusedAdamW(AdamW):
         return backend_kernels.adamw_update(
             trainable_variables, grads, momentums, velocities,
             decayed=[self._use_weight_decay(v) for v in trainable_variables],
+            row_wise=[self.updates_touched_rows(v) for v in trainable_variables],
             learning_rate=learning_rate, weight_decay=self.weight_decay, **self._hyper())
 
     def update_step(self, gradient, variable, learning_rate):
@@ -129,6 +199,11 @@ class FusedAdamW(AdamW):
         momentum, velocity = (m.value for m in self._moments(variable))  # tf.Variables
         decay = self.weight_decay if self._use_weight_decay(variable) else None
         variable = variable.value if isinstance(variable, keras.Variable) else variable
+        if backend_kernels.is_row_slices(gradient):
+            backend_kernels.adamw_touched_rows(
+                variable, gradient, momentum, velocity, learning_rate=learning_rate,
+                decay=decay, **self._hyper())
+            return
         backend_kernels.adamw_variable_update(
             variable, gradient, momentum, velocity, learning_rate=learning_rate, decay=decay,
             **self._hyper())

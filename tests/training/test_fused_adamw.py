@@ -105,3 +105,50 @@ def test_compiled_fit_trains_as_keras_adamw(keras_run):
     actual = _trained(classifier)
     for name, value in expected.items():
         np.testing.assert_allclose(actual[name], value, rtol=1e-3, atol=1e-5, err_msg=name)
+
+
+def _row_gradients(step_ids, seed=0):
+    """Gradients of a [50, 8] table as a lookup makes them: TensorFlow's row slices, one row
+    per looked-up id, duplicates unsummed; a dense array with untouched rows 0 elsewhere."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((len(step_ids), 8)).astype("float32")
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.IndexedSlices(tf.constant(values), tf.constant(step_ids), (50, 8))
+    dense = np.zeros((50, 8), "float32")
+    np.add.at(dense, step_ids, values)
+    return keras.ops.convert_to_tensor(dense)
+
+
+def test_touched_rows_update_equals_the_dense_one_on_touched_rows():
+    """Row-wise AdamW (table out of the decay, as the dense run has it too): while every step
+    touches the same rows, every weight equals the dense update's (untouched rows get zero
+    gradients and zero moments there); a step touching other rows leaves the first ones
+    where they were, where the dense update still moves them by their moments."""
+    rng = np.random.default_rng(0)
+    initial = [rng.standard_normal((50, 8)).astype("float32"),
+               rng.standard_normal((8, 4)).astype("float32")]
+    runs = {}
+    for rows in (None, ("table",)):
+        table = keras.Variable(initial[0], name="table")
+        kernel = keras.Variable(initial[1], name="kernel")
+        optimizer = create_optimizer(
+            learning_rate=1e-2, global_clipnorm=0.5, touched_rows_names=rows,
+            exclude_from_weight_decay=("table",))
+        for step in range(3):
+            ids = [3, 7, 7, 20] if step < 2 else [1, 2]
+            optimizer.apply([_row_gradients(ids, step),
+                             keras.ops.convert_to_tensor(initial[1] * 0.1)], [table, kernel])
+            if step == 1:
+                runs[rows, "touched"] = [to_numpy(table), to_numpy(kernel)]
+        runs[rows, "end"] = to_numpy(table)
+        assert optimizer.updates_touched_rows(table) is bool(rows)
+    for dense, lazy in zip(runs[None, "touched"], runs[("table",), "touched"]):
+        np.testing.assert_allclose(lazy, dense, rtol=RTOL, atol=ATOL)
+    assert not np.array_equal(runs[None, "touched"][0][3], initial[0][3])
+    lazy_end, dense_end = runs[("table",), "end"], runs[None, "end"]
+    np.testing.assert_array_equal(lazy_end[[3, 7, 20]], runs[("table",), "touched"][0][[3, 7, 20]])
+    assert not np.allclose(dense_end[[3, 7, 20]], runs[None, "touched"][0][[3, 7, 20]])
+    np.testing.assert_allclose(lazy_end[[1, 2]], dense_end[[1, 2]], rtol=1e-5)
+    np.testing.assert_array_equal(lazy_end[0], initial[0][0])
