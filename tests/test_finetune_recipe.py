@@ -167,9 +167,32 @@ def _raw_rotten_tomatoes_labels():
     return labels
 
 
+def test_token_table_options():
+    from keras_bert_suite import BertClassifier, BertEncoder
+    from keras_bert_suite.recipe_runner.finetuning import token_table_options
+
+    model = BertClassifier(BertEncoder(vocabulary_size=50, num_layers=1, num_heads=2,
+                                       hidden_dim=8, intermediate_dim=8,
+                                       max_sequence_length=8), num_classes=2)
+    training = load_recipe("sentiment_rotten_tomatoes_cpu")["training"]
+    assert training["token_table"] == "dense" and token_table_options(model, training) == {}
+    assert token_table_options(model, {**training, "token_table": "touched_rows"}) == {
+        "touched_rows_names": ["token_embedding"]}
+    lamb = {**training, "token_table": "touched_rows", "optimizer": {"name": "lamb"}}
+    with pytest.raises(RecipeError, match="needs optimizer.name 'adamw'"):
+        token_table_options(model, lamb)
+    with pytest.raises(RecipeError, match="expected 'dense', 'touched_rows' or 'frozen'"):
+        token_table_options(model, {**training, "token_table": "sparse"})
+    assert token_table_options(model, {**training, "token_table": "frozen"}) == {}
+    assert not model.encoder.token_embedding.trainable
+    assert all("token_embedding" not in v.path for v in model.trainable_variables)
+
+
 def test_classification_run_on_rotten_tomatoes(tmp_path):
+    # the token table updated row-wise here (the other runs: every row, the default)
     metrics, output = _run("sentiment_rotten_tomatoes_cpu", tmp_path,
-                           "data.max_train_examples=64", "data.max_eval_examples=40")
+                           "data.max_train_examples=64", "data.max_eval_examples=40",
+                           'training.token_table="touched_rows"')
     assert metrics["eval_examples"] == 40
     rows = _read_jsonl(os.path.join(output, "predictions.jsonl"))
     assert len(rows) == 40

@@ -69,12 +69,12 @@ def merged(base, extra):
     return result
 
 
-def recipe_optimizer(optimizer_config, num_train_steps):
+def recipe_optimizer(optimizer_config, num_train_steps, **options):
     """`training.optimizer` -> BERT's optimizer with warm-up and linear decay to 0 over
-    `num_train_steps` updates (`training.create_optimizer`)."""
+    `num_train_steps` updates (`training.create_optimizer`, given `options` too)."""
     config = dict(optimizer_config)
     name = config.pop("name")
     fraction = config.pop("warmup_fraction")
     if config["num_warmup_steps"] is None:
         config["num_warmup_steps"] = int(fraction * num_train_steps)
-    return create_optimizer(name, num_train_steps=num_train_steps, **config)
+    return create_optimizer(name, num_train_steps=num_train_steps, **config, **options)

@@ -72,6 +72,10 @@ DEFAULTS = merged(common_defaults(learning_rate=5e-5, warmup_fraction=0.1, num_t
         # group_by_length batches sorted by length before batching (0: plain shuffle).
         "bucket_boundaries": "auto",
         "group_by_length": 50,
+        # The token-embedding table: "dense" (every row updated every step, as BERT did),
+        # "touched_rows" (only the rows the batch looks up: AdamW's optimizer option
+        # touched_rows_names) or "frozen" (not trained). docs/training.md has the trade-off.
+        "token_table": "dense",
     },
     "evaluation": {
         "batch_size": 64,
@@ -112,7 +116,8 @@ def run_finetuning(recipe, output_dir, callbacks=(), verbose="auto", log=print):
         f"({epochs} epochs of {steps_per_epoch})")
     with run.building():
         model = task_model(task, recipe, preprocessor, task_data)
-        run.compile(model, recipe_optimizer(training["optimizer"], total_steps))
+        run.compile(model, recipe_optimizer(training["optimizer"], total_steps,
+                                            **token_table_options(model, training)))
 
     log(f"{parameter_count(model.trainable_weights):,} of {parameter_count(model.weights):,} "
         "parameters train"
@@ -152,6 +157,24 @@ def train_and_evaluate(run, model, task, task_data, recipe, epochs, steps_per_ep
     log("Metrics: " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                 for k, v in metrics.items() if not isinstance(v, dict)))
     return {"metrics": metrics, "model_path": model_path, "model": model}
+
+
+def token_table_options(model, training):
+    """`training.token_table` -> the optimizer's extra arguments ("frozen" stops the table
+    training here and needs none)."""
+    mode = training["token_table"]
+    if mode == "dense":
+        return {}
+    table = getattr(model.encoder, "token_embedding", None)
+    if mode not in ("touched_rows", "frozen") or table is None:
+        raise RecipeError(f"training.token_table={mode!r}: expected 'dense', 'touched_rows' or "
+                          "'frozen' (the last two for encoders with a token_embedding layer).")
+    if mode == "frozen":
+        table.trainable = False
+        return {}
+    if training["optimizer"]["name"] != "adamw":
+        raise RecipeError("training.token_table='touched_rows' needs optimizer.name 'adamw'.")
+    return {"touched_rows_names": ["token_embedding"]}
 
 
 def task_model(task, recipe, preprocessor, task_data):
