@@ -20,8 +20,20 @@ from keras_bert_suite import storage
 from keras_bert_suite.storage import write_json
 from keras_bert_suite.tasks.recipe_contract import RecipeError
 from keras_bert_suite.distribution import start_distribution
+from keras_bert_suite.training.cpu_bf16 import cpu_precision
 from keras_bert_suite.training import (
     loss_scaled, restore_backup, set_mixed_precision, training_callbacks)
+
+
+def _cpu_only():
+    """Whether this process trains on the CPU alone (no GPU or TPU in sight)."""
+    import keras
+
+    if keras.backend.backend() == "torch":  # keras.distribution has no torch devices
+        import torch
+
+        return not torch.cuda.is_available()
+    return all(device.lower().startswith("cpu") for device in keras.distribution.list_devices())
 
 
 class TrainingRun:
@@ -35,6 +47,9 @@ class TrainingRun:
             raise RecipeError(f"training.jit_compile must be \"auto\", true or false, got "
                               f"{recipe['training']['jit_compile']!r}.")
         self.distribution, self.batch_size, self.precision = start_distribution(recipe, log)
+        if recipe["training"]["precision"] == "auto" and _cpu_only():
+            self.precision, why = cpu_precision()
+            log(f"Precision: {why}")
         self.output_dir = output_dir
         self.training = recipe["training"]
         self.log = log

@@ -19,3 +19,18 @@ def test_mixed_precision_helpers():
     assert loss_scaled(optimizer, "mixed_bfloat16") is optimizer
     with pytest.raises(ValueError, match="mixed_bfloat16"):
         set_mixed_precision("float8")
+
+
+def test_cpu_bf16_detection_reads_cpuinfo_flags():
+    from keras_bert_suite.training.cpu_bf16 import bf16_instructions, cpu_precision
+
+    def cpuinfo(flags):
+        return f"processor\t: 0\nmodel name\t: a CPU\nflags\t\t: fpu sse2 avx2 {flags}\n"
+
+    assert bf16_instructions(cpuinfo("avx512f avx512_bf16 amx_tile amx_bf16")) == "AMX"
+    assert bf16_instructions(cpuinfo("avx512f avx512_bf16")) == "AVX512_BF16"
+    assert bf16_instructions(cpuinfo("avx512f")) is None
+    assert bf16_instructions("Features\t: fp asimd bf16\n") is None  # ARM lists "Features"
+    assert cpu_precision(cpuinfo("")) == ("float32", "float32: this CPU has no bf16 instructions")
+    policy, line = cpu_precision(cpuinfo("avx512_bf16"))
+    assert policy == "float32" and "AVX512_BF16" in line
