@@ -1,6 +1,7 @@
 """Serving latency, raw text -> prediction: our SavedModel vs transformers and ONNX Runtime.
 
     python bench/serving_latency.py [--rounds 10] [--threads 2] [--no-rest] [--ours-only]
+    python bench/serving_latency.py --baseline-ref REF [--rounds 5]
 
 Model: BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2,
 sequence_length=128) — the real all-MiniLM-L6-v2 encoder weights with a random 2-class head
@@ -22,6 +23,11 @@ Contestants, each in its own process, A B A B interleaved (see _workers.py):
                the CPU has VNNI / AMX (the export refuses it elsewhere).
   rest         the fp32 SavedModel behind `kbs serve`, called with RestClient (HTTP + JSON).
 --ours-only times our SavedModels alone (no transformers, ONNX Runtime or rest workers).
+--baseline-ref REF (implies --ours-only) times the same classifier (same encoder weights, same
+head, same calibration texts) exported by the current code and by the code at git ref REF
+(checked out in a temporary `git worktree add --detach`, exported in a subprocess with
+PYTHONPATH on it, removed afterwards), each precision's two SavedModels A B A B; it prints
+new/old ratios and the max |p diff| between the two exports of each precision.
 Inputs are real Rotten Tomatoes review sentences. Batch 1: p50/p99 of single requests;
 batch 32: sentences/s (median of batches); our SavedModels also answer batches of 32 x 128
 packed tokens on their `encoder_inputs` signature (no padding trimmed: b32x128 ms, median).
@@ -52,6 +58,10 @@ PRECISIONS = ("int8_vnni", "int8", "bfloat16", "float32")
 LABELS = {"float32": "savedmodel", "bfloat16": "savedmodel bf16", "int8": "savedmodel int8",
           "int8_vnni": "savedmodel int8_vnni"}
 CALIBRATION = 256  # other reviews than the timed ones, for the int8_vnni export's calibration
+BEFORE = "before"  # the label suffix of a --baseline-ref export
+# Older refs' name for a precision: the calibrated VNNI export was "int8" before the portable
+# int8 export existed (the baseline export falls back to it when the ref rejects the name).
+OLDER_NAMES = {"int8_vnni": "int8"}
 
 
 def _cycle(items):
@@ -91,6 +101,8 @@ def export_worker(work_dir):
     calibration = [texts[i] for i in chosen[SENTENCES:]]
     with open(os.path.join(work_dir, "sentences.json"), "w") as f:
         json.dump(sentences, f)
+    with open(os.path.join(work_dir, "calibration.json"), "w") as f:  # for a baseline export
+        json.dump(calibration, f)
     with open(os.path.join(work_dir, "checkpoint.txt"), "w") as f:  # the peer's weights
         f.write(packaged_checkpoint_dir("all-MiniLM-L6-v2"))
     keras.utils.set_random_seed(0)
@@ -104,6 +116,37 @@ def export_worker(work_dir):
         calibration_texts=calibration if precision == "int8_vnni" else None)
              for precision in PRECISIONS if precision != "int8_vnni" or int8_vnni_flags()}
     print(json.dumps(paths), flush=True)
+
+
+def baseline_export_worker(work_dir, precisions):
+    """The export worker's classifier exported by the keras_bert_suite on PYTHONPATH (the
+    --baseline-ref checkout): the same preset weights, the head from head.npz, the same
+    calibration texts. Written to work_dir/baseline_models."""
+    import numpy as np
+
+    import keras_bert_suite
+    from keras_bert_suite.export import export_saved_model
+
+    model = keras_bert_suite.BertClassifier.from_preset(
+        PRESET, num_classes=NUM_CLASSES, sequence_length=LENGTH)
+    head = np.load(os.path.join(work_dir, "head.npz"))
+    model.classifier_head.set_weights([head["kernel"], head["bias"]])
+    with open(os.path.join(work_dir, "calibration.json")) as f:
+        calibration = json.load(f)
+    paths = {}
+    for precision in precisions:
+        names = [precision] + ([OLDER_NAMES[precision]] if precision in OLDER_NAMES else [])
+        for name in names:
+            try:  # the name is checked before any file is written
+                paths[precision] = export_saved_model(
+                    model, base_dir=os.path.join(work_dir, "baseline_models"), name=MODEL_NAME,
+                    precision=name,
+                    calibration_texts=calibration if precision == "int8_vnni" else None)
+                break
+            except ValueError:
+                if name == names[-1]:
+                    raise
+    print(json.dumps({"package": keras_bert_suite.__file__, "paths": paths}), flush=True)
 
 
 # === workers ===
@@ -239,7 +282,31 @@ def _percentile(values, q):
     return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
 
 
-def run(rounds, threads, rest, requests_per_round, peers=True):
+def _baseline_exports(script, work_dir, ref, precisions, env):
+    """{precision: SavedModel dir} exported by the code at git `ref` (see baseline_export_worker);
+    the ref's checkout is removed again before this returns."""
+    repo = os.path.dirname(os.path.dirname(script))
+    checkout = os.path.join(work_dir, "baseline_checkout")
+    subprocess.run(["git", "-C", repo, "worktree", "add", "--detach", checkout, ref],
+                   check=True, capture_output=True, text=True)
+    try:
+        exporter = subprocess.run(
+            [sys.executable, script, "--worker", "baseline-export", "--work-dir", work_dir,
+             "--precisions", *precisions],
+            env={**os.environ, **env, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": checkout},
+            capture_output=True, text=True, check=False, cwd=checkout)
+    finally:
+        subprocess.run(["git", "-C", repo, "worktree", "remove", "--force", checkout],
+                       check=True, capture_output=True, text=True)
+    if exporter.returncode:
+        raise RuntimeError(f"baseline export failed:\n{exporter.stderr[-3000:]}")
+    answer = json.loads(exporter.stdout.strip().splitlines()[-1])
+    if not answer["package"].startswith(checkout + os.sep):  # the ref's code, not ours
+        raise RuntimeError(f"baseline export imported {answer['package']}, not {checkout}")
+    return answer["paths"]
+
+
+def run(rounds, threads, rest, requests_per_round, peers=True, baseline_ref=None):
     script = os.path.abspath(__file__)
     # OMP_WAIT_POLICY=PASSIVE: torch's OpenMP threads otherwise spin at barriers, and on a
     # loaded machine a descheduled partner thread made batch-1 torch calls 10-30x slower
@@ -256,10 +323,19 @@ def run(rounds, threads, rest, requests_per_round, peers=True):
         export_dirs = json.loads(exporter.stdout.strip().splitlines()[-1])
         export_dir = export_dirs["float32"]
         common = ["--work-dir", work_dir, "--threads", str(threads)]
+        # (label, SavedModel dir) of each savedmodel worker; with a baseline, each precision's
+        # new and old exports side by side (the portable int8 has no older counterpart).
+        contestants = [(LABELS[precision], path) for precision, path in export_dirs.items()]
+        if baseline_ref:
+            before = _baseline_exports(script, work_dir, baseline_ref,
+                                       [p for p in export_dirs if p != "int8"], env)
+            contestants = [pair for precision, path in before.items() for pair in (
+                (LABELS[precision], export_dirs[precision]),
+                (f"{LABELS[precision]} {BEFORE}", path))]
         workers = [
             _workers.Worker([script, "--worker", "savedmodel", "--export-dir", path, "--label",
-                             LABELS[precision], *common], env)
-            for precision, path in export_dirs.items()]
+                             label, *common], env)
+            for label, path in contestants]
         if peers:
             workers += [_workers.Worker([script, "--worker", kind, *common], env)
                         for kind in ("transformers", "onnxruntime")]
@@ -276,12 +352,17 @@ def run(rounds, threads, rest, requests_per_round, peers=True):
         peer = np.load(os.path.join(work_dir, reference))
         agreement = {"reference": reference.removesuffix(".npy"), "sentences": len(ours),
                      "same_label": float((ours.argmax(-1) == peer.argmax(-1)).mean())}
-        compared = [LABELS[precision] for precision in export_dirs]
+        compared = [label for label, _ in contestants]
         if peers:
             compared += ["ort_fp32", "ort_int8"]
         for label in compared:
             got = np.load(os.path.join(work_dir, f"{label}.npy"))
             agreement[label] = float(np.abs(got - peer).max())
+        if baseline_ref:  # each new export against the same precision's old one
+            agreement[BEFORE] = {label: float(np.abs(
+                np.load(os.path.join(work_dir, f"{label}.npy"))
+                - np.load(os.path.join(work_dir, f"{label} {BEFORE}.npy"))).max())
+                for label, _ in contestants if not label.endswith(BEFORE)}
         samples = {}
         try:
             for _ in range(rounds):  # A B A B: every contestant sees the same machine load
@@ -318,18 +399,23 @@ def summarize(samples):
 
 def main():
     parser = _workers.bench_parser(__doc__.splitlines()[0], ["minilm"], ["minilm"], 10,
-                                   ["export", "savedmodel", "transformers", "onnxruntime",
-                                    "rest"])
+                                   ["export", "baseline-export", "savedmodel", "transformers",
+                                    "onnxruntime", "rest"])
     parser.add_argument("--requests-per-round", type=int, default=40)
     parser.add_argument("--no-rest", action="store_true", help="skip the kbs serve row")
     parser.add_argument("--ours-only", action="store_true",
                         help="time our SavedModels only (no transformers, ONNX Runtime, rest)")
+    parser.add_argument("--baseline-ref", help="also export with the code at this git ref "
+                        "and time both (implies --ours-only)")
     parser.add_argument("--work-dir", help=argparse_hidden())
+    parser.add_argument("--precisions", nargs="+", help=argparse_hidden())
     parser.add_argument("--export-dir", help=argparse_hidden())
     parser.add_argument("--label", help=argparse_hidden())
     args = parser.parse_args()
     if args.worker == "export":
         return export_worker(args.work_dir)
+    if args.worker == "baseline-export":
+        return baseline_export_worker(args.work_dir, args.precisions)
     if args.worker == "savedmodel":
         return savedmodel_worker(args.work_dir, args.export_dir, args.threads, args.label)
     if args.worker == "transformers":
@@ -339,19 +425,20 @@ def main():
     if args.worker == "rest":
         return rest_worker(args.work_dir, args.export_dir)
 
-    peers = not args.ours_only
-    samples, agreement = run(args.rounds, args.threads, not (args.no_rest or args.ours_only),
-                             args.requests_per_round, peers=peers)
+    peers = not (args.ours_only or args.baseline_ref)
+    samples, agreement = run(args.rounds, args.threads, not args.no_rest and peers,
+                             args.requests_per_round, peers=peers,
+                             baseline_ref=args.baseline_ref)
     rows = summarize(samples)
     results = _workers.results_header(args.threads, preset=PRESET, sequence_length=LENGTH,
                                       batch=BATCH, data="rotten_tomatoes", rounds=args.rounds,
                                       cpu_flags=_workers.cpu_flags(), agreement=agreement,
-                                      rows=rows)
+                                      rows=rows, baseline_ref=args.baseline_ref)
     print(f"\nraw text -> probabilities, {PRESET}, sequence_length {LENGTH}, CPU, "
           f"{args.threads} threads; {results['date']}, {results['machine']} x{results['cpus']}")
     print("CPU flags:", " ".join(results["cpu_flags"]))
     differences = ", ".join(f"{label} {value:.1e}" for label, value in agreement.items()
-                            if label not in ("reference", "sentences", "same_label"))
+                            if label not in ("reference", "sentences", "same_label", BEFORE))
     print(f"agreement with {agreement['reference']} on {agreement['sentences']} sentences, "
           f"max |p diff|: {differences} (savedmodel's same label "
           f"{agreement['same_label']:.0%})")
@@ -368,7 +455,22 @@ def main():
     if peers:
         print("(x ort: against tokenizers + ONNX Runtime fp32; x pipe: against the "
               "transformers pipeline; latency ratios < 1 and throughput ratios > 1 mean faster)")
+    if args.baseline_ref:
+        _print_against_baseline(rows, agreement[BEFORE], args.baseline_ref)
     _workers.write_results("serving_latency", results)
+
+
+def _print_against_baseline(rows, differences, ref):
+    """new/old ratios of each precision (latency > 1 or throughput < 1: the new code is slower)."""
+    print(f"\nnew / {ref} (same run, A B A B): p50, p99 and b32x128 ms ratios (> 1: slower), "
+          f"b32 sentences/s ratio (< 1: slower); max |p diff| new vs old")
+    print(f"{'export':20s} {'p50':>6s} {'p99':>6s} {'b32':>6s} {'b32x128':>8s} {'|p diff|':>9s}")
+    for label, difference in differences.items():
+        new, old = rows[label], rows[f"{label} {BEFORE}"]
+        print(f"{label:20s} {new['p50_ms'] / old['p50_ms']:6.3f} "
+              f"{new['p99_ms'] / old['p99_ms']:6.3f} "
+              f"{new['sentences_per_s_b32'] / old['sentences_per_s_b32']:6.3f} "
+              f"{new['b32x128_ms'] / old['b32x128_ms']:8.3f} {difference:9.1e}")
 
 
 def argparse_hidden():
