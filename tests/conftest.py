@@ -39,6 +39,8 @@ import pytest
 
 from keras_bert_suite.data import corpora
 
+pytest_plugins = ["tests.cpu_times"]
+
 TENSORFLOW_NEEDS = {
     "needs_savedmodel": "needs SavedModel export/loading, which runs under the TensorFlow backend",
     "needs_tf_serving": "needs the TF-Serving-compatible server (SavedModels), run in the TensorFlow process",
