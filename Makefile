@@ -63,13 +63,24 @@ demo: setup data
 # 23, the last minutes alone on one of the two cores): the tests under TF_SPLIT_PATHS (the
 # SavedModel exports, the docs, distillation: about half of it) run in a second TensorFlow
 # process (KBS_SPLIT in tests/conftest.py), so four processes keep both cores busy to the end.
+# Then JAX was last (28.7 minutes against 23.8-25.7, its last three alone): the JAX tests under
+# JAX_SPLIT_PATHS run in a second JAX process the same way. An empty list keeps one process.
 TF_SPLIT_PATHS ?= tests/export tests/serving tests/test_docs.py tests/distillation
+JAX_SPLIT_PATHS ?= tests/tasks tests/families tests/distillation tests/test_finetune_recipe.py
 # The tests about TensorFlow graph code (needs_tf_graph) run once, in the second TensorFlow
 # process (it had the least to do: 19 minutes against JAX's 28 that ran them); without the
 # TensorFlow split, in the second backend's process.
 SPLIT_TENSORFLOW := $(and $(filter tensorflow,$(BACKENDS)),$(TF_SPLIT_PATHS))
 TF_GRAPH_BACKEND ?= $(if $(SPLIT_TENSORFLOW),tensorflow:second,$(word 2,$(BACKENDS) $(BACKENDS)))
-RUNS := $(foreach backend,$(BACKENDS),$(if $(and $(filter tensorflow,$(backend)),$(SPLIT_TENSORFLOW)),tensorflow:first tensorflow:second,$(backend):all))
+split_paths = $(if $(filter tensorflow,$(1)),$(TF_SPLIT_PATHS),$(if $(filter jax,$(1)),$(JAX_SPLIT_PATHS)))
+RUNS := $(foreach backend,$(BACKENDS),$(if $(strip $(call split_paths,$(backend))),$(backend):first $(backend):second,$(backend):all))
+# PyTorch's CPU kernels run on OpenMP threads that spin while they wait for work (libgomp's
+# default); with five processes on two cores the spinning threads took the cores from the
+# others. Passive waiting: the PyTorch run of tests/public_classes/test_encoder_and_tasks.py
+# took 36 s of CPU instead of 60 beside the other runs, a distillation test 12.6 s instead of
+# 34.5 (2026-11-29, AMD Zen 5). TensorFlow and XLA use no OpenMP (their Eigen pools: capping
+# them to one thread cost CPU instead, 92 s against 89 for TensorFlow, 102 against 91 for JAX).
+TEST_THREADS = OMP_WAIT_POLICY=PASSIVE
 # Every temporary file of the run (pytest's tmp_path folders, Beam's and TensorFlow's temporaries,
 # SavedModels, presets) goes under the run's own folder, removed at the end: runs that left
 # them in /tmp filled the disk of a machine that ran the suite many times. Session fixtures
@@ -79,7 +90,8 @@ test: setup data
 	@logs=$$(mktemp -d); mkdir $$logs/tmp; pids=""; \
 	for run in $(RUNS); do \
 		backend=$${run%%:*}; \
-		KBS_SPLIT=$${run#*:} KBS_SPLIT_PATHS="$(TF_SPLIT_PATHS)" KBS_SHARED_FIXTURES=$$logs/shared $(TEST_JAX_CACHE) KBS_OWN_PROCESSES_BACKEND=$(OWN_PROCESSES_BACKEND) KBS_TF_GRAPH_BACKEND=$(TF_GRAPH_BACKEND) TMPDIR=$$logs/tmp KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 XLA_FLAGS="$(TEST_XLA_FLAGS)" $(BIN)/python -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS) $(TESTS) >$$logs/$$run.log 2>&1 & \
+		case $$backend in tensorflow) paths="$(TF_SPLIT_PATHS)";; jax) paths="$(JAX_SPLIT_PATHS)";; *) paths="";; esac; \
+		KBS_SPLIT=$${run#*:} KBS_SPLIT_PATHS="$$paths" KBS_SHARED_FIXTURES=$$logs/shared $(TEST_JAX_CACHE) $(TEST_THREADS) KBS_OWN_PROCESSES_BACKEND=$(OWN_PROCESSES_BACKEND) KBS_TF_GRAPH_BACKEND=$(TF_GRAPH_BACKEND) TMPDIR=$$logs/tmp KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 XLA_FLAGS="$(TEST_XLA_FLAGS)" $(BIN)/python -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS) $(TESTS) >$$logs/$$run.log 2>&1 & \
 		pids="$$pids $$!"; \
 	done; \
 	status=0; set -- $$pids; \

@@ -25,8 +25,8 @@ do (the TensorFlow process runs every test above, so it finishes last otherwise)
 Pure-Python tests (file readers, recipe parsing, metrics on numpy, CLI errors) and tests
 that run a Keras model carry no marker and run on all three backends.
 
-`make test` runs the TensorFlow tests in two processes ($KBS_SPLIT: `first`, `second`; see
-`_split`); a run by hand runs them all.
+`make test` runs the TensorFlow tests in two processes, and the JAX tests in two ($KBS_SPLIT:
+`first`, `second`; see `_split`); a run by hand runs them all.
 """
 
 
@@ -70,9 +70,9 @@ def _runs_once_in(item):
 
 
 def _split(config, items):
-    """`make test` runs the TensorFlow tests in two processes: $KBS_SPLIT is "first" (all but
-    the tests under the paths in $KBS_SPLIT_PATHS), "second" (only those) or "all". A
-    run-once test whose variable names one of the two goes to that one."""
+    """`make test` runs a backend's tests in two processes (TensorFlow's and JAX's): $KBS_SPLIT
+    is "first" (all but the tests under the paths in $KBS_SPLIT_PATHS), "second" (only those)
+    or "all". A run-once test whose variable names one of the two goes to that one."""
     split = os.environ.get("KBS_SPLIT", "all")
     if split == "all":
         return
