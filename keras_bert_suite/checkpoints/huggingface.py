@@ -19,7 +19,7 @@ from keras_bert_suite.checkpoint_errors import CheckpointMismatchError, Unsuppor
 from keras_bert_suite.checkpoints import bert_layout, weight_table
 from keras_bert_suite.checkpoints.checkpoint import Checkpoint
 from keras_bert_suite.checkpoints.tensors import TensorSource
-from keras_bert_suite.checkpoints.task_heads import ENCODER_POOLER, NOT_HELD, TransformersHead
+from keras_bert_suite.checkpoints.task_heads import ENCODER_POOLER, TransformersHead
 from keras_bert_suite.families import family_of_model_type, supported_model_types
 
 NAME = "Hugging Face BERT-family directory"
@@ -86,10 +86,6 @@ def _task_head(source, hf_config, config, family, head):
     if not any(name.endswith(head.suffix) for name in architectures) or (
             f"{module}.weight" not in source):
         return None
-    if pooler == NOT_HELD:
-        raise UnsupportedCheckpointError(
-            f"{family.class_name(head.suffix)} computes its task otherwise than this task "
-            f"model does; load the encoder alone (BertEncoder.from_preset) instead.")
     hidden = config["hidden_dim"]
     labels = hf_config.get("id2label") or {}
     units = head.units or len(labels) or hf_config.get("num_labels", 2)

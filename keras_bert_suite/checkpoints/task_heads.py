@@ -13,9 +13,6 @@ from typing import NamedTuple
 
 # Where a transformers task class keeps our pooler when it is the base model's own.
 ENCODER_POOLER = "encoder"
-# A family whose task class computes the task otherwise than our task model (ModernBERT's
-# token classifier and QA model run their prediction head on every token): refused.
-NOT_HELD = "not held"
 
 # A model's transformers form when it has no task head there:
 BASE_MODEL = "base_model"  # the family's base model (BertModel, RobertaModel, ...)
@@ -29,7 +26,9 @@ class TransformersHead(NamedTuple):
     suffix: the class name after the family's ("ForSequenceClassification").
     module: the head's Linear there ("classifier"); our task's `head_layer`.
     pooler: where that class keeps our pooler: ENCODER_POOLER (the base model's own), None
-        (the head reads the sequence output), a module of the task class, or NOT_HELD.
+        (the head reads the sequence output), or a module of the task class (ModernBERT's
+        `head`, which its token-level classes run on every token: the block kind's
+        `tokens_through_pooler`).
     units: the head's fixed output count (start/end: 2; a choice's score: 1), or None: the
         config's labels say.
     families: {family name: (module, pooler)} where a family's class differs from BERT's

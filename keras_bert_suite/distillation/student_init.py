@@ -47,6 +47,9 @@ def student_from_teacher(teacher, num_layers=None, layers=None):
     weights = weight_arrays(encoder)
     if encoder.num_layer_groups is None:
         changes = _kept_layers(encoder.get_config(), layers)
+        # Per-layer block options follow their layers (ModernBERT's attention kinds).
+        changes["block_options"] = encoder.block_kind.encoder.kept_options(
+            encoder.block_options, layers)
         weights = _renumbered(weights, layers)
     elif encoder.num_layer_groups == 1:  # every layer runs the same blocks
         changes = {"num_layers": len(layers)}

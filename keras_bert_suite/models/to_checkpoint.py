@@ -38,7 +38,7 @@ from keras_bert_suite.checkpoints.keras_hub_names import (
     CLASSIFIER_HEAD_NAMES, MASKED_LM_HEAD_NAMES)
 from keras_bert_suite.checkpoints.keras_hub_writer import write_keras_hub, writes_tokenizer
 from keras_bert_suite.checkpoints.task_heads import (
-    BASE_MODEL, ENCODER_FORM, ENCODER_POOLER, NOT_HELD, PRETRAINING, REPLACED_TOKEN,
+    BASE_MODEL, ENCODER_FORM, ENCODER_POOLER, PRETRAINING, REPLACED_TOKEN,
     CheckpointForm, TransformersHead)
 from keras_bert_suite.families import family_holding, family_of_model_type, holds
 from keras_bert_suite.families.bert_config import BERT_FAMILY_DEFAULTS, ENCODER_CONFIG_KEYS
@@ -73,9 +73,6 @@ def save_huggingface(model, directory, vocabulary=None, lowercase=None):
     if isinstance(form.transformers, TransformersHead):
         module, pooler = form.transformers.in_family(family.name)
         architecture = family.class_name(form.transformers.suffix)
-        if pooler == NOT_HELD:
-            raise ValueError(f"save_huggingface: {architecture} computes its task otherwise "
-                             f"than this model does. " + _OUR_FORMATS.format(what="it"))
         dense = model.head_layer
         head_tensors = {f"{module}.weight": _numpy(dense.kernel).T,
                         f"{module}.bias": _numpy(dense.bias)}

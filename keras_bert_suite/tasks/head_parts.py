@@ -40,12 +40,24 @@ def dropout_and_dense(encoder, units, dropout, name="logits"):
                                name=name))
 
 
+def token_rows(encoder, encoder_outputs):
+    """What a token-level head (tags, spans) reads, [B, T, H]: the last layer's rows, or each
+    of them through the pooler where the block kind says so
+    (`EncoderPieces.tokens_through_pooler`: ModernBERT's prediction head on every token)."""
+    rows = encoder_outputs["sequence_output"]
+    if encoder.block_kind.encoder.tokens_through_pooler:
+        return encoder.pooler(rows)
+    return rows
+
+
 def freeze_unused_pooler(encoder):
-    """Heads that read `sequence_output` leave the [CLS] pooler without a gradient; freezing
-    it (as transformers' `add_pooling_layer=False` drops it) spares Keras' "Gradients do not
-    exist" warning and the optimizer's moments for it. The encoder object is shared, so a
-    classifier later built on the same encoder finds its pooler frozen too."""
-    encoder.pooler.trainable = False
+    """Heads that read `token_rows` leave the [CLS] pooler without a gradient unless the
+    rows go through it; freezing it (as transformers' `add_pooling_layer=False` drops it)
+    spares Keras' "Gradients do not exist" warning and the optimizer's moments for it. The
+    encoder object is shared, so a classifier later built on the same encoder finds its
+    pooler frozen too."""
+    if not encoder.block_kind.encoder.tokens_through_pooler:
+        encoder.pooler.trainable = False
 
 
 def check_num_classes(num_classes, minimum=1, what="num_classes"):

@@ -71,3 +71,35 @@ def family_inputs(name):
     inputs["token_ids"] = np.where(inputs["padding_mask"] == 1, inputs["token_ids"], pad_id)
     assert inputs["padding_mask"].min() == 0, "the batch should contain padding"
     return {key: value.astype("int32") for key, value in inputs.items()}
+
+
+def assert_distils(teacher, student, texts):
+    """A few distillation steps (soft targets and hidden states, no labels) on `texts` halve
+    the student's KL from its teacher's class distributions."""
+    from keras_bert_suite.distillation import BertDistiller
+    from tests.conftest import to_numpy
+
+    x = {name: to_numpy(value) for name, value in teacher.preprocessor(texts).items()}
+
+    def agreement():
+        return _mean_kl(to_numpy(teacher(x, training=False)),
+                        to_numpy(student(x, training=False)))
+
+    before = agreement()
+    distiller = BertDistiller(teacher, student, temperature=1.0, soft_weight=1.0,
+                              hard_weight=0.0, hidden_weight=1.0, attention_weight=0.0)
+    distiller.compile(optimizer="adam")  # 1e-3: a few steps move a tiny model
+    distiller.fit(x, np.zeros(len(texts), "int32"), batch_size=16, epochs=4, verbose=0,
+                  shuffle=False)
+    after = agreement()
+    assert after < 0.5 * before, (before, after)
+
+
+def _mean_kl(teacher_logits, student_logits):
+    """Mean KL(teacher || student) of the class distributions, in float64."""
+    def log_softmax(x):
+        x = x.astype("float64")
+        x = x - x.max(-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+    t, s = log_softmax(teacher_logits), log_softmax(student_logits)
+    return float(np.mean((np.exp(t) * (t - s)).sum(-1)))

@@ -44,6 +44,11 @@ def dense_pooler(config, policy):
         name="pooler")
 
 
+def same_options(block_options, layers):
+    """A kind whose options say nothing per layer: a student keeps them as they are."""
+    return block_options
+
+
 def first_token(parts, x, inputs):
     """The pooler on [CLS]'s row (the first)."""
     return parts.pooler(x[:, 0, :])
@@ -70,6 +75,12 @@ class EncoderPieces(NamedTuple):
         `cls/predictions`; ModernBERT's prediction head has none).
     dimensions: (config as a dict) -> {shape symbol: size} the kind's `weights` use beyond
         the table's own (DeBERTa's "R": its relative embeddings' rows).
+    tokens_through_pooler: whether token-level heads (tags, spans) read every token's row
+        through the pooler instead of the last layer's rows as they are (ModernBERT's task
+        classes run their prediction head, our pooler, on each token).
+    kept_options: (block_options dict or None, kept layers: 0-based indices) -> the
+        block_options of an encoder made of those layers only (a distillation student):
+        per-layer settings follow their layers (ModernBERT's attention kinds).
     """
 
     options: Optional[type] = None
@@ -85,6 +96,8 @@ class EncoderPieces(NamedTuple):
     serving: Callable = BertServingPieces
     mlm_bias: bool = True
     dimensions: Callable = lambda config: {}
+    tokens_through_pooler: bool = False
+    kept_options: Callable = same_options
 
 
 def checked_options(pieces, block, options):

@@ -4,9 +4,9 @@ import keras
 from keras import ops
 
 from keras_bert_suite.tasks.span_labeler.preprocessor import SpanLabelerPreprocessor
-from keras_bert_suite.checkpoints.task_heads import NOT_HELD, CheckpointForm, TransformersHead
+from keras_bert_suite.checkpoints.task_heads import CheckpointForm, TransformersHead
 from keras_bert_suite.tasks.head_parts import (
-    encoder_inputs, freeze_unused_pooler, head_initializer, resolve_encoder)
+    encoder_inputs, freeze_unused_pooler, head_initializer, resolve_encoder, token_rows)
 from keras_bert_suite.tasks.task import BertTask
 from keras_bert_suite.text import task_inputs
 from keras_bert_suite.tasks.span_labeler.serving import answer_questions, serving_signatures
@@ -17,10 +17,10 @@ LABEL_OUTPUTS = {"start_positions": "start_logits", "end_positions": "end_logits
 PADDING_LOGIT = -1e9
 
 
-def _span_logits(head, encoder_outputs, padding_mask):
-    """The head (the graph and `head_outputs` both): {"start_logits", "end_logits"} [B, T],
-    float32, padding positions at PADDING_LOGIT."""
-    logits = ops.cast(head(encoder_outputs["sequence_output"]), "float32")  # [B, T, 2]
+def _span_logits(encoder, head, encoder_outputs, padding_mask):
+    """The head on the token rows (`token_rows`; the graph and `head_outputs` both):
+    {"start_logits", "end_logits"} [B, T], float32, padding positions at PADDING_LOGIT."""
+    logits = ops.cast(head(token_rows(encoder, encoder_outputs)), "float32")  # [B, T, 2]
     real = ops.cast(padding_mask, "bool")  # [B, T]
     return {"start_logits": ops.where(real, logits[:, :, 0], PADDING_LOGIT),
             "end_logits": ops.where(real, logits[:, :, 1], PADDING_LOGIT)}
@@ -28,7 +28,8 @@ def _span_logits(head, encoder_outputs, padding_mask):
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertSpanLabeler(BertTask):
-    """sequence_output -> Dense(2) -> {"start_logits": [B, T], "end_logits": [B, T]}.
+    """sequence_output -> Dense(2) -> {"start_logits": [B, T], "end_logits": [B, T]} (a
+    ModernBERT encoder's rows go through its pooler first, as transformers' head does).
 
     Inputs pack `[CLS] question [SEP] context [SEP]`. Padding positions get a logit of -1e9
     (float32 outputs). For SQuAD 2.0 "no answer" is position 0 ([CLS]): label it with
@@ -76,14 +77,15 @@ class BertSpanLabeler(BertTask):
 
         # === Functional graph ===
         inputs = encoder_inputs()
-        outputs = _span_logits(head, encoder(inputs), inputs["padding_mask"])
+        outputs = _span_logits(encoder, head, encoder(inputs), inputs["padding_mask"])
         super().__init__(inputs, outputs, encoder, preprocessor, **kwargs)
         self.span_head = head
-        freeze_unused_pooler(encoder)  # the head reads sequence_output only
+        freeze_unused_pooler(encoder)  # the head reads the token rows only
         self.compile()
 
     def head_outputs(self, encoder_outputs, inputs):
-        return _span_logits(self.span_head, encoder_outputs, inputs["padding_mask"])
+        return _span_logits(self.encoder, self.span_head, encoder_outputs,
+                            inputs["padding_mask"])
 
     def predict(self, x, batch_size=None, verbose="auto", max_answer_length=30,
                 n_best_size=20, version_2_with_negative=False, null_score_diff_threshold=0.0,
@@ -104,11 +106,12 @@ class BertSpanLabeler(BertTask):
     def serving_signatures(self, **answer_options):
         return serving_signatures(self, **answer_options)
 
-    # Elsewhere: transformers' {Family}ForQuestionAnswering (start and end: 2 units).
+    # Elsewhere: transformers' {Family}ForQuestionAnswering (start and end: 2 units;
+    # ModernBERT's runs its prediction head, our pooler, on every token, then `classifier`).
     checkpoint_form = CheckpointForm(
         transformers=TransformersHead("ForQuestionAnswering", "qa_outputs", pooler=None,
                                       units=2,
-                                      families={"modernbert": ("qa_outputs", NOT_HELD)}))
+                                      families={"modernbert": ("classifier", "head")}))
 
     def default_loss(self):
         return {output: keras.losses.SparseCategoricalCrossentropy(from_logits=True)

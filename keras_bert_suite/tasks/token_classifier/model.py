@@ -2,10 +2,10 @@
 
 import keras
 
-from keras_bert_suite.checkpoints.task_heads import NOT_HELD, CheckpointForm, TransformersHead
+from keras_bert_suite.checkpoints.task_heads import CheckpointForm, TransformersHead
 from keras_bert_suite.tasks.head_parts import (
     check_label_names, check_num_classes, dropout_and_dense, encoder_inputs,
-    freeze_unused_pooler, resolve_encoder)
+    freeze_unused_pooler, resolve_encoder, token_rows)
 from keras_bert_suite.tasks.labelled_head import LabelledHeadTask
 from keras_bert_suite.tasks.token_classifier.preprocessor import (
     TokenClassifierPreprocessor, as_words)
@@ -16,14 +16,16 @@ from keras_bert_suite.tasks.classifier.serving import label_table
 from keras_bert_suite.tasks.token_classifier.serving import tag_words, serving_signatures
 
 
-def _tag(dropout_layer, head, encoder_outputs):
-    """The head: sequence_output -> dropout -> Dense (the graph and `head_outputs` both)."""
-    return head(dropout_layer(encoder_outputs["sequence_output"]))
+def _tag(encoder, dropout_layer, head, encoder_outputs):
+    """The head: the token rows (`token_rows`) -> dropout -> Dense (the graph and
+    `head_outputs` both)."""
+    return head(dropout_layer(token_rows(encoder, encoder_outputs)))
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_suite")
 class BertTokenClassifier(LabelledHeadTask):
-    """sequence_output -> dropout -> Dense(num_classes): logits [B, T, num_classes].
+    """sequence_output -> dropout -> Dense(num_classes): logits [B, T, num_classes] (a
+    ModernBERT encoder's rows go through its pooler first, as transformers' head does).
 
     Labels [B, T] are class ids, with `IGNORE_LABEL` (-100) on positions the loss must skip:
     word pieces after a word's first, [CLS], [SEP] and padding (BERT's CoNLL set-up and
@@ -71,9 +73,9 @@ class BertTokenClassifier(LabelledHeadTask):
 
         # === Functional graph ===
         inputs = encoder_inputs()
-        logits = _tag(dropout_layer, head, encoder(inputs))  # [B, T, num_classes]
+        logits = _tag(encoder, dropout_layer, head, encoder(inputs))  # [B, T, num_classes]
         super().__init__(inputs, logits, encoder, preprocessor, **kwargs)
-        freeze_unused_pooler(encoder)  # the head reads sequence_output only
+        freeze_unused_pooler(encoder)  # the head reads the token rows only
 
         self.keep_head(num_classes, dropout, label_names, dropout_layer, head)
 
@@ -87,15 +89,17 @@ class BertTokenClassifier(LabelledHeadTask):
                                   label_names=label_table(self.label_names, self.num_classes))
 
     def head_outputs(self, encoder_outputs, inputs=None):
-        return _tag(self.classifier_dropout, self.classifier_head, encoder_outputs)
+        return _tag(self.encoder, self.classifier_dropout, self.classifier_head,
+                    encoder_outputs)
 
     def serving_signatures(self):
         return serving_signatures(self)
 
-    # Elsewhere: transformers' {Family}ForTokenClassification (the head reads the sequence).
+    # Elsewhere: transformers' {Family}ForTokenClassification (the head reads the sequence;
+    # ModernBERT's runs its prediction head, our pooler, on every token first).
     checkpoint_form = CheckpointForm(
         transformers=TransformersHead("ForTokenClassification", "classifier", pooler=None,
-                                      families={"modernbert": ("classifier", NOT_HELD)}))
+                                      families={"modernbert": ("classifier", "head")}))
 
     def default_loss(self):
         return MaskedSparseCategoricalCrossentropy(ignore_label=IGNORE_LABEL)

@@ -1,7 +1,8 @@
 """A DeBERTa-v3 classifier as transformers 5 saves it (tokenizer.json beside the weights) is a
 task on raw text: `BertClassifier.from_preset` picks the "deberta" SentencePiece tokenizer
 and BERT's packing, its ids and logits on real sentences are transformers' (tokenizer and
-model), it trains, and its SavedModel answers raw strings with the same logits."""
+model), it trains, it teaches a smaller DeBERTa student, and its SavedModel answers raw strings
+with the same logits."""
 
 import os
 import shutil
@@ -12,6 +13,7 @@ import pytest
 from keras_bert_suite import BertClassifier
 from tests.conftest import to_numpy
 from tests.families.deberta.conftest import CONFIG
+from tests.families.conftest import assert_distils
 from tests.harness import assert_all_close
 
 pytestmark = pytest.mark.real
@@ -66,6 +68,24 @@ def test_raw_text_ids_and_logits_are_transformers(classifier_dir, all_sotu_sente
                      what="logits")
     history = ours.fit(texts, np.arange(len(texts)) % 3, batch_size=4, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_teacher_distils_into_a_smaller_student(classifier_dir, all_sotu_sentences):
+    """A 1-layer student (`student_from_teacher`: the teacher's layer 0, its shared relative
+    embeddings and pooler, every weight copied); on real sentences its distribution moves
+    toward the teacher's (soft targets and hidden states)."""
+    from keras_bert_suite.distillation import student_from_teacher
+
+    teacher = BertClassifier.from_preset(classifier_dir, sequence_length=SEQUENCE_LENGTH)
+    student = student_from_teacher(teacher, num_layers=1)
+    encoder = student.encoder
+    assert (encoder.block, encoder.num_layers) == ("deberta", 1)
+    assert encoder.block_options == teacher.encoder.block_options
+    theirs = teacher.encoder.weight_map()
+    for name, value in encoder.weight_map().items():
+        np.testing.assert_array_equal(to_numpy(value), to_numpy(theirs[name]), err_msg=name)
+    assert_distils(teacher, student,
+                   [s for s in all_sotu_sentences[9000:9400] if len(s) < 160][:32])
 
 
 @pytest.mark.needs_savedmodel

@@ -1,8 +1,8 @@
 """ModernBERT read from transformers directories (`BertEncoder.from_preset`) in both config.json
 spellings: the tokenizer's ids are transformers', every hidden state within rtol 1e-4 of
 ModernBertModel's, local layers give the same numbers band-masked and windowed, the serving
-forms compute what the Keras layers do, and the preset and transformers round trips are bit
-for bit."""
+forms compute what the Keras layers do, the preset and transformers round trips are bit
+for bit, and every task class reads transformers' (logits, raw text) and goes back."""
 
 import json
 import os
@@ -123,27 +123,38 @@ def test_round_trips_are_bit_for_bit(modernbert_checkpoints, tmp_path):
 
 def test_task_classes_compute_transformers_logits_and_go_back(modernbert_checkpoints,
                                                               tmp_path):
-    """ModernBertForSequenceClassification with [CLS] and with mean pooling, and
-    ModernBertForMultipleChoice (random heads: its prediction head is our pooler), read into
-    our tasks, give its logits; written back, every tensor bit for bit. Its token classifier
-    and QA model (prediction head on every token) are refused, not misread."""
+    """ModernBertForSequenceClassification with [CLS] and with mean pooling,
+    ModernBertForMultipleChoice, and the token classifier and QA model, which run the
+    prediction head (our pooler) on every token (random heads), read into our tasks, give
+    their logits; written back, every tensor bit for bit, and transformers computes the same
+    logits from what we wrote. The token-level tasks also take raw text (the directory's
+    tokenizer.json)."""
+    import shutil
+
     import torch
     import transformers
+    from safetensors.numpy import load_file
 
     from keras_bert_suite import (
-        BertClassifier, BertMultipleChoice, BertTokenClassifier, save_huggingface)
-    from keras_bert_suite.checkpoint_errors import UnsupportedCheckpointError
+        BertClassifier, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier,
+        save_huggingface)
 
     directory = modernbert_checkpoints["transformers5"]
     config = transformers.AutoConfig.from_pretrained(directory)
     inputs = packed(directory)
+    real = inputs["padding_mask"].astype(bool)
     arguments = {"input_ids": torch.from_numpy(inputs["token_ids"].astype("int64")),
                  "attention_mask": torch.from_numpy(inputs["padding_mask"].astype("int64"))}
     cases = [("ForSequenceClassification", "cls", BertClassifier, {}),
              ("ForSequenceClassification", "mean", BertClassifier, {}),
-             ("ForMultipleChoice", "mean", BertMultipleChoice, {"num_choices": 4})]
+             ("ForMultipleChoice", "mean", BertMultipleChoice, {"num_choices": 4}),
+             ("ForTokenClassification", "mean", BertTokenClassifier, {}),
+             ("ForQuestionAnswering", "cls", BertSpanLabeler, {})]
     for suffix, pooling, task_class, task_arguments in cases:
-        config.classifier_pooling, config.num_labels = pooling, 3
+        per_token = suffix in ("ForTokenClassification", "ForQuestionAnswering")
+        config.classifier_pooling = pooling
+        config.num_labels = 2 if suffix == "ForQuestionAnswering" else 3
+        torch.manual_seed(1)
         theirs = getattr(transformers, "ModernBert" + suffix)(config)
         theirs.model.load_state_dict(transformers.ModernBertModel.from_pretrained(
             directory).state_dict())
@@ -152,27 +163,59 @@ def test_task_classes_compute_transformers_logits_and_go_back(modernbert_checkpo
         theirs.save_pretrained(where)
         ours = task_class.from_preset(str(where), preprocessor=None, **task_arguments)
         assert ModernBertOptions(**ours.encoder.block_options).classifier_pooling == pooling
+        assert ours.encoder.pooler.trainable  # every head here reads through it
         run_inputs, run_arguments = inputs, arguments
         if suffix == "ForMultipleChoice":  # the batch's rows as one example's 4 choices
             run_inputs = {key: value[None] for key, value in inputs.items()}
             run_arguments = {key: value[None] for key, value in arguments.items()}
         with torch.no_grad():
-            expected = theirs(**run_arguments).logits.numpy()
-        np.testing.assert_allclose(to_numpy(ours(run_inputs)), expected, rtol=RTOL,
-                                   atol=atol_for(expected), err_msg=f"{suffix} {pooling}")
+            expected = _logits(theirs(**run_arguments))
+        got = ours(run_inputs)
+        got = (np.stack([to_numpy(got["start_logits"]), to_numpy(got["end_logits"])], -1)
+               if isinstance(got, dict) else to_numpy(got))
+        if per_token:  # padded rows: ours -1e9 (spans); transformers' see no key
+            got, expected = got[real], expected[real]
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=atol_for(expected),
+                                   err_msg=f"{suffix} {pooling}")
         back = save_huggingface(ours, str(tmp_path / f"ours_{suffix}_{pooling}"))
-        from safetensors.numpy import load_file
-
         original = load_file(os.path.join(where, "model.safetensors"))
         written = load_file(os.path.join(back, "model.safetensors"))
         assert sorted(written) == sorted(original)
         for name, value in original.items():
             np.testing.assert_array_equal(written[name], value, err_msg=f"{suffix} {name}")
+        if per_token:
+            # (config.json carries no special-token ids without a tokenizer: transformers'
+            # defaults lie past this small vocabulary)
+            again = getattr(transformers, "ModernBert" + suffix).from_pretrained(
+                back, **{key: getattr(config, key) for key in SPECIAL_IDS}).eval()
+            with torch.no_grad():
+                np.testing.assert_array_equal(_logits(again(**run_arguments))[real], expected)
+            for name in ("tokenizer.json", "tokenizer_config.json"):
+                shutil.copy(os.path.join(directory, name), where)
+            _check_raw_text(task_class.from_preset(str(where), sequence_length=24))
 
-    config.num_labels = 3
-    transformers.ModernBertForTokenClassification(config).save_pretrained(tmp_path / "tokens")
-    with pytest.raises(UnsupportedCheckpointError, match="otherwise"):
-        BertTokenClassifier.from_preset(str(tmp_path / "tokens"), preprocessor=None)
+
+SPECIAL_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "cls_token_id", "sep_token_id")
+
+
+def _logits(output):
+    """A transformers task output's logits, numpy; QA's start and end stacked last."""
+    if getattr(output, "start_logits", None) is not None:
+        return np.stack([output.start_logits.numpy(), output.end_logits.numpy()], -1)
+    return output.logits.numpy()
+
+
+def _check_raw_text(task):
+    """The token-level task's text path: tags per word, answers inside their contexts."""
+    if task.task_name == "token_classifier":
+        outputs = task.predict(SENTENCES[:2], verbose=0)
+        assert list(outputs["num_words"]) == [len(text.split()) for text in SENTENCES[:2]]
+        return
+    questions, contexts = ["Who passed the bill?"] * 2, SENTENCES[:2]
+    answers = task.predict((questions, contexts), verbose=0)
+    for index, context in enumerate(contexts):
+        start, end = answers["start"][index], answers["end"][index]
+        assert answers["answer"][index] == context[start:end]
 
 
 def test_masked_lm_head_computes_transformers_logits_and_goes_back(modernbert_checkpoints,

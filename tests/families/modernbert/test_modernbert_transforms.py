@@ -49,8 +49,15 @@ def test_lora_pruning_int8_and_the_student():
     scores = neuron_importance(encoder, inputs)
     assert [score.shape for score in scores] == [(24,)] * 4
 
-    student = student_from_teacher(encoder, num_layers=2)
-    assert student.block == "modernbert" and student.num_layers == 2
+    # Teacher layers 0 and 3 are global (every 3rd), so the student's are both global, not
+    # the pattern's global then local; layers 1 and 2 keep their local attention.
+    for layers, kinds in (([0, 3], ["global", "global"]),
+                          ([0, 1, 2], ["global", "local", "local"])):
+        student = student_from_teacher(encoder, layers=layers)
+        assert student.block == "modernbert" and student.num_layers == len(layers)
+        assert [block.attention for block in student.transformer_layers] == kinds
+        again = BertEncoder.from_config(student.get_config())
+        assert [block.attention for block in again.transformer_layers] == kinds
     assert to_numpy(student(inputs)["sequence_output"]).shape == (BATCH, LENGTH, 16)
 
     run_quantization_test(encoder, inputs)  # quantizes `encoder` itself: last

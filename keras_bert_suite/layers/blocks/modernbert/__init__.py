@@ -12,7 +12,8 @@ from keras_bert_suite.layers.blocks.encoder_pieces import EncoderPieces
 from keras_bert_suite.layers.blocks.kind import MODEL_AXIS, BlockKind, Units
 from keras_bert_suite.layers.blocks.modernbert import pieces, serving
 from keras_bert_suite.layers.blocks.modernbert.layer import ModernBertBlock
-from keras_bert_suite.layers.blocks.modernbert.options import ModernBertOptions, options_of
+from keras_bert_suite.layers.blocks.modernbert.options import (
+    ModernBertOptions, kept_options, options_of)
 
 # The table's rows of one block, in transformers' order. qkv: query | key | value, head,
 # dimension within the head (transformers' fused Wqkv, transposed); feed_forward_input: the
@@ -83,7 +84,8 @@ def absent(config, index):
 
 # Embeddings without position rows (the blocks rotate queries and keys) and with a bias-free
 # LayerNorm; a final norm after the last block; transformers' ModernBertPredictionHead as the
-# pooler, on [CLS] or the mean of the real tokens (`classifier_pooling`).
+# pooler, on [CLS] or the mean of the real tokens (`classifier_pooling`), and on every token
+# for the token-level heads (transformers' token classifier and QA model run it so).
 PIECES = EncoderPieces(
     options=ModernBertOptions,
     position_rows=False,
@@ -97,6 +99,8 @@ PIECES = EncoderPieces(
     pool=pieces.pool,
     serving=serving.ServingPieces,
     mlm_bias=False,
+    tokens_through_pooler=True,
+    kept_options=kept_options,
 )
 
 BLOCK = BlockKind(

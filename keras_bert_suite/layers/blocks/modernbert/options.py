@@ -60,3 +60,16 @@ class ModernBertOptions:
 def options_of(config):
     """The `ModernBertOptions` of an EncoderConfig (its `block_options`)."""
     return ModernBertOptions(**(config.block_options or {}))
+
+
+def kept_options(block_options, layers):
+    """The block_options of an encoder of `layers` (0-based) only: each keeps its attention
+    kind, through `layer_types` where the kept kinds are not the options' pattern."""
+    options = ModernBertOptions(**(block_options or {}))
+    kinds = [options.attention_kind(index) for index in layers]
+    kept = {key: value for key, value in (block_options or {}).items() if key != "layer_types"}
+    pattern = [attention_kind(index, options.global_attn_every_n_layers)
+               for index in range(len(layers))]
+    if kinds != pattern:
+        kept["layer_types"] = kinds
+    return kept or None
