@@ -365,8 +365,10 @@ def run(rounds, threads, rest, requests_per_round, peers=True, baseline_ref=None
                 for label, _ in contestants if not label.endswith(BEFORE)}
         samples = {}
         try:
-            for _ in range(rounds):  # A B A B: every contestant sees the same machine load
-                for worker in workers:
+            for round_index in range(rounds):  # A B B A: every contestant sees the same
+                # machine load, and each goes first as often as second (a pair's first
+                # request may pay for what the other left in the caches)
+                for worker in workers if round_index % 2 == 0 else workers[::-1]:
                     for name in worker.names:
                         repeats = requests_per_round if name.endswith("b1") else 3
                         samples.setdefault(name, []).extend(worker.samples(name, repeats))
