@@ -5,7 +5,20 @@ any Keras backend's process."""
 import tensorflow as tf
 
 cast = tf.cast
-einsum = tf.einsum
+# Attention's two products (`attention.attend`) as plain batched matmuls (BatchMatMulV2), as
+# the serving graph computed them before the math was shared: TensorFlow's Einsum kernel
+# plans its contraction on every call, which showed at batch 1 (bench/serving_latency.py
+# --baseline-ref). Any other equation is tf.einsum's.
+_AS_MATMUL = {"bnqd,bntd->bnqt": {"transpose_b": True}, "bnqt,bntd->bnqd": {}}
+
+
+def einsum(equation, *operands):
+    options = _AS_MATMUL.get(equation)
+    if options is not None:
+        return tf.linalg.matmul(*operands, **options)
+    return tf.einsum(equation, *operands)
+
+
 erf = tf.math.erf
 tanh = tf.tanh
 relu = tf.nn.relu
