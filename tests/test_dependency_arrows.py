@@ -27,7 +27,7 @@ ARROWS = {
     "transforms": set(),
     "tasks": {"export", "models", "layers", "presets", "checkpoints", "text", "data",
               "training", "storage", "names", "task_registry"},
-    "export": {"transforms", "models", "layers", "text", "names"},
+    "export": {"transforms", "models", "layers", "text", "names", "cpu_flags"},
     "distribution": {"models"},
     # keras_compat: the one module that touches Keras' private attributes (a leaf).
     "models": {"presets", "checkpoints", "families", "layers", "encoder_config",
@@ -46,7 +46,9 @@ ARROWS = {
     "checkpoint_errors": set(),
     # encoder_config: the encoder's arguments, which the encoder and the checkpoint maps read.
     "encoder_config": set(),
-    "training": {"storage", "backend_kernels", "keras_compat"},
+    "training": {"storage", "backend_kernels", "keras_compat", "cpu_flags"},
+    # cpu_flags: /proc/cpuinfo's flags, read once for the int8_vnni check and bf16 (a leaf).
+    "cpu_flags": set(),
     "layers": {"backend_kernels", "keras_compat"},
     "serving": {"names"},
 }

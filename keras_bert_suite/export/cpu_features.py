@@ -11,6 +11,8 @@ where it can that the SavedModel must be served on such CPUs only.
 
 import os
 
+from keras_bert_suite.cpu_flags import cpu_flags
+
 # The /proc/cpuinfo flags of the instructions oneDNN's int8 kernels need.
 VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 # ONEDNN_MAX_CPU_ISA (oneDNN's dispatch cap) values that keep oneDNN from some of them: the
@@ -19,19 +21,6 @@ ISA_CAPS = {"SSE41": (), "AVX": (), "AVX2": (), "AVX512_CORE": (),
             "AVX2_VNNI": ("avx_vnni",), "AVX2_VNNI_2": ("avx_vnni",),
             "AVX512_CORE_VNNI": ("avx512_vnni",), "AVX512_CORE_BF16": ("avx512_vnni",),
             "AVX512_CORE_FP16": ("avx512_vnni",), "AVX10_1_512": ("avx512_vnni",)}
-
-
-def cpu_flags(path="/proc/cpuinfo"):
-    """The CPU's feature flags, from the first "flags" line of Linux's /proc/cpuinfo (empty
-    where there is none: another OS, or an ARM CPU, which lists "Features")."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.partition(":")[2].split())
-    except OSError:
-        pass
-    return frozenset()
 
 
 def isa_cap():

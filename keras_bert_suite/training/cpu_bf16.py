@@ -9,29 +9,15 @@ or its outputs (bit-identical: the math mode did not reach these builds' matmuls
 and their log says what the CPU offers; `training.precision="mixed_bfloat16"` still opts in.
 """
 
+from keras_bert_suite.cpu_flags import cpu_flags, flags_of
+
 # The /proc/cpuinfo flag of each bf16 instruction set oneDNN uses, best first.
 BF16_INSTRUCTIONS = (("amx_bf16", "AMX"), ("avx512_bf16", "AVX512_BF16"))
 
 
-def cpuinfo_flags(cpuinfo_text):
-    """The flags of the first "flags" line of a /proc/cpuinfo text (empty if none)."""
-    for line in cpuinfo_text.splitlines():
-        if line.startswith("flags"):
-            return frozenset(line.partition(":")[2].split())
-    return frozenset()
-
-
-def read_cpuinfo(path="/proc/cpuinfo"):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:  # another OS
-        return ""
-
-
 def bf16_instructions(cpuinfo_text=None):
     """"AMX", "AVX512_BF16" or None (this CPU's, or those of the /proc/cpuinfo text given)."""
-    flags = cpuinfo_flags(read_cpuinfo() if cpuinfo_text is None else cpuinfo_text)
+    flags = cpu_flags() if cpuinfo_text is None else flags_of(cpuinfo_text)
     return next((name for flag, name in BF16_INSTRUCTIONS if flag in flags), None)
 
 
