@@ -1,7 +1,8 @@
 """Programs the distribution tests run in fresh processes (devices must be set up before
 TensorFlow or JAX start, which the pytest process has long done):
 
-    python -m tests.training.distributed_programs mirrored_step OUT
+    python -m tests.training.distributed_programs mirrored_step_then_pretrain_until_paused \
+        OUT RECIPE KILLED_OUT READY_FILE INTERVALS OVERRIDES...
     XLA_FLAGS=--xla_force_host_platform_device_count=4 KERAS_BACKEND=jax \
         python -m tests.training.distributed_programs jax_heads OUT 2,4
     XLA_FLAGS=--xla_force_host_platform_device_count=2 KERAS_BACKEND=jax \
@@ -20,14 +21,18 @@ import numpy as np
 
 GLOBAL_BATCH = 8
 SEQUENCE_LENGTH = 32
-# A small pretraining run on real text (6 State of the Union addresses), 4 steps.
+# A small pretraining run on real text (6 State of the Union addresses), 4 steps. One layer,
+# 32 wide: what these runs compare (replicas, workers, shards, hosts against one device) does
+# not depend on the model's size, and the programs spend their time tracing and compiling it.
 SMALL_PRETRAINING = [
-    'model.encoder_overrides={"num_layers": 2, "hidden_dim": 64, "num_heads": 2, '
-    '"intermediate_dim": 128, "max_sequence_length": 32, "dropout": 0.0}',
+    'model.encoder_overrides={"num_layers": 1, "hidden_dim": 32, "num_heads": 2, '
+    '"intermediate_dim": 64, "max_sequence_length": 32, "dropout": 0.0}',
     "data.max_files=6", "data.eval_fraction=0", "data.sequence_length=32",
     "data.max_predictions_per_seq=5", "data.dupe_factor=1", "training.batch_size=8",
     "training.num_train_steps=4", "training.checkpoint_every_n_steps=2",
     "training.optimizer.num_warmup_steps=0"]
+# BERT-tiny cut to one layer for the classifier runs (fine-tuning, one-step comparisons).
+ONE_LAYER = {"num_layers": 1}
 
 
 def _real_batch():
@@ -45,7 +50,7 @@ def _real_batch():
 
 
 def _one_step(distribution, weights, x, y, optimizer):
-    """One `fit` step of a BERT-tiny classifier (2 layers, 128 wide, MiniLM's vocabulary) from
+    """One `fit` step of a one-layer BERT-tiny classifier (128 wide, MiniLM's vocabulary) from
     `weights` under `distribution` (the first call's random weights are the start of all).
     How replicas combine gradients does not depend on the model's size, and a small one
     traces in a fraction of MiniLM's time."""
@@ -56,7 +61,7 @@ def _one_step(distribution, weights, x, y, optimizer):
     with distribution.scope():
         model = BertClassifier.from_preset("bert_uncased_L-2_H-128_A-2", load_weights=False,
                                            num_classes=2, preprocessor=None, dropout=0.0,
-                                           encoder_overrides={"dropout": 0.0})
+                                           encoder_overrides={**ONE_LAYER, "dropout": 0.0})
         if weights is not None:
             model.set_weights(weights)
         model.compile(optimizer=optimizer(), jit_compile=False)
@@ -68,9 +73,10 @@ def _one_step(distribution, weights, x, y, optimizer):
     return start, model.get_weights()
 
 
-def mirrored_step():
+def mirrored_step(output):
     """One step on 2 mirrored logical CPUs vs the same global batch on one device, with
-    global-norm clipping active (clipnorm far below the gradient's norm)."""
+    global-norm clipping active (clipnorm far below the gradient's norm); then the pretraining
+    and fine-tuning runners on the same replicas, into `output` and output-finetune."""
     import keras
     import numpy as np
 
@@ -109,16 +115,17 @@ def mirrored_step():
     recipe = load_recipe("pretrain_cpu_smoke", overrides=[
         'distribution.strategy="mirrored"',
         "distribution.num_devices=2", *SMALL_PRETRAINING])
-    summary = run_pretraining(recipe, sys.argv[2], verbose=0, log=lambda *_: None)
+    summary = run_pretraining(recipe, output, verbose=0, log=lambda *_: None)
     # ... and the fine-tuning runner: a tiny sentiment run, evaluated under the strategy.
     from keras_bert_suite.recipe_runner.finetuning import run_finetuning
 
     finetuned = run_finetuning(load_recipe("sentiment_rotten_tomatoes_cpu", overrides=[
         "model.preset=bert_uncased_L-2_H-128_A-2", "model.load_weights=false",
+        f"model.encoder_overrides={json.dumps(ONE_LAYER)}",
         'distribution.strategy="mirrored"', "distribution.num_devices=2",
         "training.num_train_steps=2", "training.per_replica_batch_size=4",
         "evaluation.batch_size=16", "data.max_train_examples=64", "data.max_eval_examples=40"]),
-        sys.argv[2] + "-finetune", verbose=0, log=lambda *_: None)
+        output + "-finetune", verbose=0, log=lambda *_: None)
     return {
         "finetune_eval_examples": finetuned["metrics"]["eval_examples"],
         "finetune_steps": int(np.asarray(finetuned["model"].optimizer.iterations)),
@@ -249,6 +256,7 @@ def _data_parallel_results(summary, output, results_dir):
     # 60 examples in batches of 8: the 8th update takes whole batches into the next pass.
     finetuned = run_finetuning(load_recipe("sentiment_rotten_tomatoes_cpu", overrides=[
         "model.preset=bert_uncased_L-2_H-128_A-2", "model.load_weights=false",
+        f"model.encoder_overrides={json.dumps(ONE_LAYER)}",
         'distribution.strategy="data_parallel"', "data.sequence_length=32",
         "training.num_train_steps=8", "training.batch_size=8", "evaluation.batch_size=16",
         "data.max_train_examples=60", "data.max_eval_examples=40"]),
@@ -364,8 +372,23 @@ def jax_heads():
     return results
 
 
-def pretrain_until_paused():
-    """`kbs pretrain` (argv: recipe, output dir, ready file, pause after this many checkpoint
+def mirrored_step_then_pretrain_until_paused():
+    """`mirrored_step` into argv[2] (its result written to argv[2]/result.json), then
+    `pretrain_until_paused` with argv[3:]. The run the test kills needs a process of its own
+    anyway, and the mirrored step must come first (its logical CPUs are set up before
+    TensorFlow starts): one TensorFlow start fewer. Each pretraining run seeds what it draws,
+    so the killed run trains as it would in a fresh process."""
+    import os
+
+    os.makedirs(sys.argv[2])
+    result = mirrored_step(os.path.join(sys.argv[2], "run"))
+    with open(os.path.join(sys.argv[2], "result.json"), "w") as f:
+        json.dump(result, f)
+    return pretrain_until_paused(*sys.argv[3:7], sys.argv[7:])
+
+
+def pretrain_until_paused(recipe_name, output, ready, intervals, overrides):
+    """`kbs pretrain` (the recipe, output dir, ready file, pause after this many checkpoint
     intervals, then the recipe's --set overrides): after that interval's backup is written,
     touches the ready file and blocks, so the test can SIGKILL a run that is surely mid-way."""
     import time
@@ -375,7 +398,7 @@ def pretrain_until_paused():
     from keras_bert_suite.recipe_runner import load_recipe
     from keras_bert_suite.recipe_runner.pretraining import run_pretraining
 
-    recipe_name, output, ready, intervals = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+    intervals = int(intervals)
 
     class PauseWhenBackedUp(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):  # after the run's own backup callback
@@ -384,7 +407,7 @@ def pretrain_until_paused():
                     f.write(str(epoch))
                 time.sleep(3600)  # killed long before this returns
 
-    recipe = load_recipe(recipe_name, overrides=sys.argv[6:])
+    recipe = load_recipe(recipe_name, overrides=overrides)
     run_pretraining(recipe, output, callbacks=[PauseWhenBackedUp()], verbose=0,
                     log=lambda *_: None)
     return {"finished": True}  # only if the pause never came

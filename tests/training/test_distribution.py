@@ -229,8 +229,10 @@ def test_layout_map_wants_a_model_axis():
 
 @pytest.mark.slow
 @pytest.mark.own_processes
-def test_mirrored_two_cpus_step_equals_one_device_and_the_runner_trains(tmp_path):
-    result = _program("mirrored_step", str(tmp_path / "run"))
+def test_mirrored_two_cpus_step_equals_one_device_and_the_runner_trains(mirrored_then_killed):
+    mirrored = mirrored_then_killed / "mirrored"
+    with open(mirrored / "result.json") as f:
+        result = json.load(f)
     assert result["replicas"] == 2 and result["devices"][1].endswith("CPU:1")
     assert result["moved"] > 1e-4  # the step changed the weights
     # Same global batch, one device vs 2 replicas, global-norm clipping active: equal.
@@ -238,7 +240,7 @@ def test_mirrored_two_cpus_step_equals_one_device_and_the_runner_trains(tmp_path
     # Keras' own AdamW clips each replica's half-gradient separately: not equal.
     assert result["stock_difference"] > 10
     assert (result["pretraining_step"], result["pretraining_replicas"]) == (4, 2)
-    assert os.path.exists(tmp_path / "run" / "pretrainer.keras")
+    assert os.path.exists(mirrored / "run" / "pretrainer.keras")
     # Fine-tuning on the same replicas: 2 updates, then every evaluation example scored.
     assert (result["finetune_steps"], result["finetune_eval_examples"]) == (2, 40)
 
@@ -302,7 +304,7 @@ def test_jax_data_and_model_parallel_fit_with_the_layout_map(jax_two_devices):
         expected = _axes(layout_map, path)
         assert axes == ([str(a) for a in expected] if expected else ["None"] * len(axes)), path
         sharded += expected is not None
-    assert sharded == 2 + 2 * 6  # embeddings + 6 kernels/biases in each of 2 layers
+    assert sharded == 2 + 6  # embeddings + the layer's 6 kernels/biases (SMALL_PRETRAINING: 1)
 
 
 @pytest.fixture(scope="module")
@@ -369,17 +371,20 @@ def _final_weights(output):
 KILLED_RECIPE = "pretrain_cpu_electra"
 
 
-@pytest.mark.slow
-@pytest.mark.own_processes
-def test_sigkilled_run_resumes_to_the_same_step_and_weights(tmp_path):
-    killed = str(tmp_path / "killed")
-    ready = tmp_path / "paused-after-step-10"
+@pytest.fixture(scope="module")
+def mirrored_then_killed(tmp_path_factory):
+    """One TensorFlow process (distributed_programs' mirrored_step_then_pretrain_until_paused)
+    runs the mirrored step and runners into mirrored/, then the run that is SIGKILLed into
+    killed/: the killed run needs a process of its own anyway, so the two share one start."""
+    directory = tmp_path_factory.mktemp("mirrored_then_killed")
+    ready = directory / "paused-after-step-10"
     # The run blocks right after its step-10 backup and says so: the kill lands mid-run, at
     # a known step, whatever the machine's speed (no polling against a running clock).
     overrides = [arg for arg in KILL_RUN if arg != "--set"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.training.distributed_programs", "pretrain_until_paused",
-         KILLED_RECIPE, killed, str(ready), "2", *overrides], cwd=ROOT,
+        [sys.executable, "-m", "tests.training.distributed_programs",
+         "mirrored_step_then_pretrain_until_paused", str(directory / "mirrored"),
+         KILLED_RECIPE, str(directory / "killed"), str(ready), "2", *overrides], cwd=ROOT,
         env=_environment("tensorflow"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True)
     deadline = time.time() + 600
@@ -390,6 +395,13 @@ def test_sigkilled_run_resumes_to_the_same_step_and_weights(tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait()
     process.stderr.close()
+    return directory
+
+
+@pytest.mark.slow
+@pytest.mark.own_processes
+def test_sigkilled_run_resumes_to_the_same_step_and_weights(mirrored_then_killed):
+    killed = str(mirrored_then_killed / "killed")
     with open(os.path.join(killed, "history.json")) as f:
         steps_before = [row["step"] for row in json.load(f)["history"]]
     assert steps_before == [5, 10]  # killed right after the step-10 backup
