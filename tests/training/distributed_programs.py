@@ -4,9 +4,7 @@ TensorFlow or JAX start, which the pytest process has long done):
     python -m tests.training.distributed_programs mirrored_step_then_pretrain_until_paused \
         OUT RECIPE KILLED_OUT READY_FILE INTERVALS OVERRIDES...
     XLA_FLAGS=--xla_force_host_platform_device_count=4 KERAS_BACKEND=jax \
-        python -m tests.training.distributed_programs jax_heads OUT 2,4
-    XLA_FLAGS=--xla_force_host_platform_device_count=2 KERAS_BACKEND=jax \
-        python -m tests.training.distributed_programs jax_fit OUT
+        python -m tests.training.distributed_programs jax_fit_and_heads OUT
     KERAS_DISTRIBUTION_JOB_ADDRESSES=127.0.0.1:PORT KERAS_DISTRIBUTION_NUM_PROCESSES=2 \
         KERAS_DISTRIBUTION_PROCESS_ID=0 (and 1) KERAS_BACKEND=jax \
         python -m tests.training.distributed_programs jax_multi_host OUT RESULTS
@@ -215,7 +213,20 @@ def jax_fit():
     results["backend"] = keras.backend.backend()
     os.makedirs(f"{sys.argv[2]}/weights")
     results["one_host"] = _data_parallel_results(
-        summaries["data_parallel"], f"{sys.argv[2]}/data_parallel", f"{sys.argv[2]}/weights")
+        summaries["data_parallel"], f"{sys.argv[2]}/data_parallel", f"{sys.argv[2]}/weights",
+        "distribution.num_devices=2")
+    return results
+
+
+def jax_fit_and_heads():
+    """`jax_fit` into argv[2], then `jax_heads` into argv[2]/heads for 2 and 4 devices: one
+    process with 4 host devices (XLA_FLAGS from the test) serves both, since every run names
+    the devices it uses; a second process would load JAX, TensorFlow and Keras again."""
+    import os
+
+    results = jax_fit()
+    os.makedirs(f"{sys.argv[2]}/heads")
+    results["heads"] = jax_heads(f"{sys.argv[2]}/heads", "2,4")
     return results
 
 
@@ -232,9 +243,10 @@ def jax_multi_host():
     return _data_parallel_results(summary, sys.argv[2], sys.argv[3])
 
 
-def _data_parallel_results(summary, output, results_dir):
+def _data_parallel_results(summary, output, results_dir, *finetune_overrides):
     """After a data_parallel pretraining run (`summary`, into `output`): the fine-tuning runner
-    under data_parallel into output-finetune; this process's weights go to
+    under data_parallel (and `finetune_overrides`) into output-finetune; this process's
+    weights go to
     results_dir/pretrained-<process>.npz and finetuned-<process>.npz. Also which rows of 4
     global batches of 8 this process feeds. The same on a cluster's process and on one
     process over 2 local devices (jax_fit), which the multi-host test compares."""
@@ -259,10 +271,14 @@ def _data_parallel_results(summary, output, results_dir):
         f"model.encoder_overrides={json.dumps(ONE_LAYER)}",
         'distribution.strategy="data_parallel"', "data.sequence_length=32",
         "training.num_train_steps=8", "training.batch_size=8", "evaluation.batch_size=16",
-        "data.max_train_examples=60", "data.max_eval_examples=40"]),
+        "data.max_train_examples=60", "data.max_eval_examples=40", *finetune_overrides]),
         output + "-finetune", verbose=0, log=lambda *_: None)
     rows = distribution.keras_distribution.distribute_dataset(
         tf.data.Dataset.range(32).batch(8))
+    # The mesh's devices ("cpu:<id>"), not the process's: jax_fit's process has more than its
+    # mesh uses.
+    mesh = [str(device) for device in distribution.keras_distribution.device_mesh.devices.flat]
+    local = {f"{device.platform}:{device.id}" for device in jax.local_devices()}
     return {
         "finetuned_sha256": save("finetuned", finetuned["model"], distribution.worker_index),
         "finetune_steps": int(np.asarray(finetuned["model"].optimizer.iterations)),
@@ -271,8 +287,8 @@ def _data_parallel_results(summary, output, results_dir):
         "num_workers": distribution.num_workers,
         "is_chief": distribution.is_chief,
         "replicas": distribution.num_replicas,
-        "devices": jax.device_count(),
-        "local_devices": jax.local_device_count(),
+        "devices": len(mesh),
+        "local_devices": len(local.intersection(mesh)),
         "step": summary["step"],
         "history": summary["history"],
         "pretrained_sha256": pretrained_sha256,
@@ -311,12 +327,12 @@ def _which_head(piece, heads):
     return matches[0] if len(matches) == 1 else None
 
 
-def jax_heads():
+def jax_heads(output, counts):
     """The real MiniLM encoder under model_parallel over the first N host devices for each N
-    in argv[3] ("2,4"; XLA_FLAGS from the test gives the process the most of them), next to
+    in `counts` ("2,4"; XLA_FLAGS from the test gives the process the most of them), next to
     the same encoder on one device: which checkpoint heads each device's shards of the
     attention weights hold, and the encoders' outputs on real sentences (written to
-    argv[2]/outputs-N.npz). One process serves every N: MiniLM, the sentences and the
+    output/outputs-N.npz). One process serves every N: MiniLM, the sentences and the
     unsplit outputs are made once."""
     import keras
 
@@ -341,12 +357,12 @@ def jax_heads():
     whole = outputs("whole", encoder)
     checkpoint = _checkpoint_heads(encoder.num_heads)
     results = {}
-    for num_devices in [int(n) for n in sys.argv[3].split(",")]:
+    for num_devices in [int(n) for n in counts.split(",")]:
         distribution = create_distribution({"strategy": "model_parallel",
                                             "num_devices": num_devices})
         with distribution.scope():
             split = BertEncoder.from_preset("minilm_l6_h384_uncased")
-            np.savez(f"{sys.argv[2]}/outputs-{num_devices}.npz", **whole,
+            np.savez(f"{output}/outputs-{num_devices}.npz", **whole,
                      **outputs("split", split))
         heads = {}
         for layer, block in enumerate(split.transformer_layers):

@@ -6,8 +6,9 @@ on 2 and 4 host devices, a SIGKILLed run that resumes, and the TPU wiring (no TP
 Devices must be set up before TensorFlow/JAX start, so the distributed parts run in fresh
 processes (tests/training/distributed_programs.py, started by tests/training/processes.py);
 these tests launch them once, from the pytest process of $KBS_OWN_PROCESSES_BACKEND (marker
-own_processes), and set each child's backend themselves. The JAX run over 2 host devices is
-a session fixture (tests/training/conftest.py) that test_multi_host_jax.py reads too.
+own_processes), and set each child's backend themselves. The JAX run over host devices is
+a session fixture (tests/training/conftest.py) that test_multi_host_jax.py reads too; the
+same process splits MiniLM over 2 and 4 devices.
 """
 
 import json
@@ -32,9 +33,7 @@ from tests.training.processes import (
     ROOT,
     _environment,
     _free_ports,
-    _program,
     _results_of_all,
-    _xla_flags,
 )
 
 
@@ -286,8 +285,8 @@ def test_multi_worker_two_processes_train_in_lockstep_and_split_the_data(tmp_pat
 
 @pytest.mark.slow
 @pytest.mark.own_processes
-def test_jax_data_and_model_parallel_fit_with_the_layout_map(jax_two_devices):
-    _, result = jax_two_devices
+def test_jax_data_and_model_parallel_fit_with_the_layout_map(jax_host_devices):
+    _, result = jax_host_devices
     assert result["backend"] == "jax"
     for strategy in ("none", "data_parallel", "model_parallel"):
         assert result[strategy]["step"] == 4
@@ -307,26 +306,16 @@ def test_jax_data_and_model_parallel_fit_with_the_layout_map(jax_two_devices):
     assert sharded == 2 + 6  # embeddings + the layer's 6 kernels/biases (SMALL_PRETRAINING: 1)
 
 
-@pytest.fixture(scope="module")
-def model_parallel_heads(tmp_path_factory):
-    """One process with 4 host devices splits MiniLM over 2 of them and over all 4: the two
-    meshes need no separate processes (which would each load JAX, MiniLM and the
-    sentences again)."""
-    directory = tmp_path_factory.mktemp("heads")
-    return directory, _program("jax_heads", str(directory), "2,4", backend="jax",
-                               XLA_FLAGS=_xla_flags(4))
-
-
 @pytest.mark.slow
 @pytest.mark.own_processes
 @pytest.mark.parametrize("num_devices", [2, 4])
 def test_model_parallel_devices_hold_whole_heads_and_compute_the_same_outputs(
-        model_parallel_heads, num_devices):
+        jax_host_devices, num_devices):
     """MiniLM (12 heads) under model_parallel on 2 and 4 host devices: every device's shard of
     each layer's qkv kernel and bias is whole heads of query, key and value, the same heads
     as its rows of the attention output kernel; the outputs equal the unsplit encoder's."""
-    directory, results = model_parallel_heads
-    result = results[str(num_devices)]
+    directory, results = jax_host_devices
+    result = results["heads"][str(num_devices)]
     assert result["devices"] == num_devices
     heads_per_device = 12 // num_devices
     for layer, devices in result["heads"].items():
@@ -340,7 +329,7 @@ def test_model_parallel_devices_hold_whole_heads_and_compute_the_same_outputs(
             assert parts["output_rows"] == heads, (layer, device)
             held += heads
         assert sorted(held) == list(range(12)), layer  # each head on exactly one device
-    with np.load(directory / f"outputs-{num_devices}.npz") as outputs:
+    with np.load(directory / "heads" / f"outputs-{num_devices}.npz") as outputs:
         for name in ("sequence_output", "pooled_output", "gathered_output"):
             np.testing.assert_allclose(outputs[f"split/{name}"], outputs[f"whole/{name}"],
                                        rtol=1e-5, atol=1e-5, err_msg=name)

@@ -1,7 +1,7 @@
 """JAX across hosts, run for real on this machine: two processes on 127.0.0.1 (one CPU device
 each) join one cluster from the KERAS_DISTRIBUTION_* variables, as two hosts would, and run
 the pretraining and then the fine-tuning runner under data_parallel; the same two runs in ONE
-process over 2 local devices are the reference (the session's `jax_two_devices` run, which
+process over 2 local devices are the reference (the session's `jax_host_devices` run, which
 test_distribution.py reads too). Then the settings' errors (no processes).
 
 The processes need JAX whatever this pytest process runs on (tests/training/
@@ -50,14 +50,14 @@ def _weights(path):
 @pytest.mark.slow
 @pytest.mark.own_processes
 def test_two_jax_processes_train_in_lockstep_like_one_process_with_two_devices(
-        jax_two_devices, tmp_path):
+        jax_host_devices, tmp_path):
     (tmp_path / "cluster").mkdir()
     shared, other = str(tmp_path / "run"), str(tmp_path / "run-of-process-1")
     port = _free_ports(1)[0]
     chief, worker = _results_of_all([_start(shared, str(tmp_path / "cluster"), 0, port),
                                      _start(other, str(tmp_path / "cluster"), 1, port)],
                                     timeout=400)
-    one_host, one_host_results = jax_two_devices
+    one_host, one_host_results = jax_host_devices
     alone, alone_weights = one_host_results["one_host"], one_host / "weights"
 
     # One mesh of 2 devices, one per process; process 0 is the chief.
