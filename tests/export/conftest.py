@@ -1,5 +1,6 @@
 """Shared pieces of the export tests: real text, awkward strings, the serving-host runner."""
 
+import atexit
 import os
 import pickle
 import subprocess
@@ -69,17 +70,46 @@ def as_strings(values):
 
 
 def run_on_serving_host(requests, tmp_dir):
-    """Runs requests (see serving_host.py) in one fresh TF-only process started outside the
-    repository; returns (results, leaked module names)."""
+    """Runs requests (see serving_host.py) in the test run's TF-only process, started outside
+    the repository on the first call and kept for the next (TensorFlow's import costs a
+    process 10-15 CPU seconds); returns (results, leaked module names)."""
     requests_path = os.path.join(tmp_dir, "requests.pkl")
     results_path = os.path.join(tmp_dir, "results.pkl")
     with open(requests_path, "wb") as f:
         pickle.dump(requests, f)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
-    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    completed = subprocess.run([sys.executable, SERVING_HOST, requests_path, results_path],
-                               cwd=tmp_dir, env=env, capture_output=True, text=True)
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    host = _serving_host(tmp_dir)
+    host.stdin.write(f"{requests_path}\t{results_path}\n")
+    host.stdin.flush()
+    for line in host.stdout:  # TensorFlow may print too: wait for the host's own line
+        if line == f"answered {results_path}\n":
+            break
+    else:
+        _SERVING_HOSTS.pop().wait()
+        with open(host.stderr_path, encoding="utf-8", errors="replace") as f:
+            raise AssertionError(f"the serving host ended: {f.read()[-3000:]}")
     with open(results_path, "rb") as f:
         answer = pickle.load(f)
     return answer["results"], answer["leaked_modules"]
+
+
+_SERVING_HOSTS = []  # the one running serving host, once started
+
+
+def _serving_host(tmp_dir):
+    if not _SERVING_HOSTS:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
+        env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+        stderr_path = os.path.join(tmp_dir, "serving_host.stderr")
+        with open(stderr_path, "w") as stderr:  # a file: a full pipe would stop the host
+            host = subprocess.Popen([sys.executable, SERVING_HOST], cwd=tmp_dir, env=env,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=stderr, text=True)
+        host.stderr_path = stderr_path
+        _SERVING_HOSTS.append(host)
+        atexit.register(_stop_serving_host, host)
+    return _SERVING_HOSTS[0]
+
+
+def _stop_serving_host(host):
+    host.stdin.close()  # the host's loop ends with its input
+    host.wait()

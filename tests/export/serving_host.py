@@ -1,9 +1,11 @@
 """Runs SavedModels the way a serving host does: only tensorflow and tensorflow_text.
 
-Run as `python serving_host.py requests.pkl results.pkl` from a directory outside the repo.
-keras_bert_suite (and jax, torch, transformers) are made unimportable, so an export that
-still needs our Python code fails here. One process answers every request of a test module
-(TensorFlow takes seconds to import). Requests: a list of dicts {"export", "signature",
+Run as `python serving_host.py` from a directory outside the repo: it answers one
+`requests.pkl<TAB>results.pkl` line of its standard input after another (printing
+`answered results.pkl` after each) until that input closes. keras_bert_suite (and jax,
+torch, transformers) are made unimportable, so an export that still needs our Python code
+fails here. One process answers every request of a test run (TensorFlow takes seconds to
+import; tests/export/conftest.py starts it). Requests: a list of dicts {"export", "signature",
 "inputs": {name: numpy array}} or {"export", "show": True} (saved_model_cli show --all).
 Results: the same list with {output name: numpy array}, or {"show": text}, or {"error": ...}.
 """
@@ -27,10 +29,8 @@ class Blocker(importlib.abc.MetaPathFinder):
         return None
 
 
-def main(requests_path, results_path):
-    sys.meta_path.insert(0, Blocker())
+def answer(requests_path, results_path):
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401  registers the tokenizer ops, as TF Serving links them
     from tensorflow.python.tools import saved_model_cli
 
     with open(requests_path, "rb") as f:
@@ -57,5 +57,16 @@ def main(requests_path, results_path):
         pickle.dump({"results": results, "leaked_modules": leaked}, f)
 
 
+def main():
+    sys.meta_path.insert(0, Blocker())
+    import tensorflow  # noqa: F401
+    import tensorflow_text  # noqa: F401  registers the tokenizer ops, as TF Serving links them
+
+    for line in sys.stdin:
+        requests_path, results_path = line.rstrip("\n").split("\t")
+        answer(requests_path, results_path)
+        print("answered", results_path, flush=True)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main()

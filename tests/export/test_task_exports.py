@@ -1,4 +1,4 @@
-"""Every task model exported (TensorFlow backend, direct path) and served from a fresh process
+"""Every task model exported (TensorFlow backend, direct path) and served from a separate process
 that has only tensorflow + tensorflow_text: same answers as the Keras model, only servable ops,
 every awkward string answered, TF Serving layout, assets and warmup requests.
 
