@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_bert_suite import (
-    BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier)
+    BertClassifier, BertEncoder, BertPretrainer, BertSpanLabeler, BertTokenClassifier)
 from keras_bert_suite.distillation import (
     BertDistiller, evenly_spaced_layers, every_other_layer, student_from_teacher,
     with_teacher_outputs, write_teacher_outputs)
@@ -213,19 +213,22 @@ def _student_agreement(teacher, student, x):
                              to_numpy(student(x, training=False)).astype("float64"), 1.0)))
 
 
-def test_distilled_student_moves_toward_its_teacher(teacher, reviews):
+def test_distilled_student_moves_toward_its_teacher(small_teacher, reviews):
     texts, labels = reviews
-    teacher = _decisive(teacher)
+    teacher = _decisive(small_teacher)
     x = _inputs(teacher, texts)
-    student = BertClassifier.from_preset("bert_uncased_L-2_H-128_A-2", load_weights=False,
-                                         num_classes=2, preprocessor=teacher.preprocessor)
+    # A 1-layer student half the teacher's width (tracing the step is most of the time). By
+    # the 4th epoch its KL was below 0.06 of the start (3 seeds on TensorFlow, 2 on JAX).
+    student = BertClassifier(BertEncoder(vocabulary_size=30522, num_layers=1, num_heads=2,
+                                         hidden_dim=64, intermediate_dim=128),
+                             num_classes=2, preprocessor=teacher.preprocessor)
     before = _student_agreement(teacher, student, x)
     distiller = BertDistiller(teacher, student, temperature=1.0, soft_weight=1.0,
                               hard_weight=0.0, hidden_weight=1.0, attention_weight=1.0,
                               num_relation_heads=2)
-    assert distiller.hidden_projection is not None  # widths 128 -> 256 (TinyBERT's W_h)
+    assert distiller.hidden_projection is not None  # widths 64 -> 128 (TinyBERT's W_h)
     distiller.compile(optimizer="adam")  # "adam" at 1e-3: a few steps move a tiny model
-    history = distiller.fit(x, labels, batch_size=8, epochs=6, verbose=0, shuffle=False)
+    history = distiller.fit(x, labels, batch_size=8, epochs=4, verbose=0, shuffle=False)
     after = _student_agreement(teacher, student, x)
     assert after < 0.5 * before, (before, after)
     for name in ("soft_loss", "hidden_loss"):
@@ -503,8 +506,6 @@ def test_recipe_distils_a_student(tmp_path):
 
 
 def test_bad_pairs_and_arguments_have_clear_errors(teacher):
-    from keras_bert_suite import BertEncoder
-
     student = student_from_teacher(teacher, num_layers=2)
 
     def classifier(num_layers=1, hidden_dim=16):

@@ -197,22 +197,28 @@ def _reference_features(hidden, mask, layers, pooling, normalize):
     return {"token_embeddings": tokens, "sentence_embedding": sentence}
 
 
+@pytest.fixture(scope="module")
+def four_layer_hidden_states(reviews, tokenizer):
+    """One 4-layer encoder, 3 packed reviews and its hidden states, shared by every option
+    (an extractor reads the encoder's weights without changing them)."""
+    encoder = tiny_encoder(num_layers=4, return_hidden_states=True)
+    inputs = BertPreprocessor(tokenizer, sequence_length=LENGTH)(reviews[0][:3])
+    return encoder, inputs, to_numpy(encoder(inputs)["hidden_states"])
+
+
 @pytest.mark.parametrize("layers,pooling,normalize", [
     ("embeddings", "cls", False), ("last_hidden", "mean", True),
     ("second_to_last", "cls", True), ("sum_all", "mean", False),
     ("sum_last_four", "cls", False), ("concat_last_four", "mean", True)])
-def test_bert_feature_extractor_options(reviews, tokenizer, layers, pooling, normalize):
+def test_bert_feature_extractor_options(four_layer_hidden_states, layers, pooling, normalize):
     """Each layer / pooling / normalize option: config round trip and the features against
     NumPy from the encoder's hidden states (the whole harness runs in the test above)."""
-    texts, _ = reviews
-    encoder = tiny_encoder(num_layers=4, return_hidden_states=True)
+    encoder, inputs, hidden = four_layer_hidden_states
     extractor = BertFeatureExtractor(encoder, layers=layers, pooling=pooling,
                                      normalize=normalize)
     restored = check_config_round_trip(extractor)
     assert (restored.feature_layers, restored.pooling, restored.normalize) == (
         layers, pooling, normalize)
-    inputs = BertPreprocessor(tokenizer, sequence_length=LENGTH)(texts[:3])
-    hidden = to_numpy(encoder(inputs)["hidden_states"])
     expected = _reference_features(hidden, inputs["padding_mask"].astype("float32"), layers,
                                    pooling, normalize)
     width = HIDDEN * (4 if layers == "concat_last_four" else 1)
@@ -241,7 +247,7 @@ def _pretraining_batch(batch=4, length=12, predictions=3):
 
 def test_bert_pretrainer_with_next_sentence_prediction():
     x, y = _pretraining_batch()
-    pretrainer = BertPretrainer(tiny_encoder(num_layers=2), next_sentence_prediction=True)
+    pretrainer = BertPretrainer(tiny_encoder(), next_sentence_prediction=True)
     run_task_test(pretrainer, (x, y),
                   expected_output_shape={"mlm_logits": (4, 3, VOCABULARY), "nsp_logits": (4, 2)})
 
@@ -249,7 +255,7 @@ def test_bert_pretrainer_with_next_sentence_prediction():
 def test_bert_pretrainer_masked_lm_only():
     x, y = _pretraining_batch()
     del y["nsp_labels"]
-    pretrainer = BertPretrainer(backbone=tiny_encoder(num_layers=2),
+    pretrainer = BertPretrainer(backbone=tiny_encoder(),
                                 next_sentence_prediction=False)
     # Without NSP nothing reads the pooled output: the pooler is frozen, as the other
     # sequence-only heads do (tasks/task.py freeze_unused_pooler).
@@ -264,7 +270,7 @@ def test_bert_pretrainer_on_packed_rows():
     x["padding_mask"][2, 5:] = 2
     y["nsp_labels"] = np.array([[0, 1], [1, 0], [1, 1], [0, 0]], "int32")
     y["nsp_weights"] = np.array([[1, 1], [1, 0], [1, 1], [1, 0]], "float32")
-    pretrainer = BertPretrainer(tiny_encoder(num_layers=2), max_instances_per_row=2)
+    pretrainer = BertPretrainer(tiny_encoder(), max_instances_per_row=2)
     run_task_test(pretrainer, (x, y), expected_output_shape={
         "mlm_logits": (4, 3, VOCABULARY), "nsp_logits": (4, 2, 2)})
 
