@@ -43,6 +43,28 @@ def _build(name):
     return task_class.from_preset(PRESET, load_weights=False, **arguments)
 
 
+@pytest.fixture(scope="module")
+def trained():
+    """name -> (task from `from_preset` fitted 2 steps without `compile()`, its predictions
+    on the raw input); each task is built and trained once for the tests of this module."""
+    made = {}
+
+    def get(name):
+        if name not in made:
+            model = _build(name)
+            assert model.compiled and model.optimizer is not None
+            # Eagerly on TensorFlow: a few steps cost less than tracing (the harness traces
+            # every task's training step and predict).
+            model.run_eagerly = RUN_EAGERLY
+            x, y = CASES[name][2]
+            history = model.fit(x, y, epochs=2, batch_size=2, verbose=0)
+            assert np.isfinite(history.history["loss"]).all()
+            made[name] = model, model.predict(CASES[name][3], verbose=0)
+        return made[name]
+
+    return get
+
+
 def _assert_same_predictions(got, expected):
     if isinstance(expected, dict):
         assert sorted(got) == sorted(expected)
@@ -55,35 +77,23 @@ def _assert_same_predictions(got, expected):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_fit_without_compile_then_save_to_preset_and_reload(name, tmp_path):
-    model = _build(name)
-    assert model.compiled and model.optimizer is not None
-    # Eagerly on TensorFlow: a few steps cost less than tracing (the harness traces every
-    # task's training step and predict).
-    model.run_eagerly = RUN_EAGERLY
-    x, y = CASES[name][2]
-    history = model.fit(x, y, epochs=2, batch_size=2, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    raw = CASES[name][3]
-    before = model.predict(raw, verbose=0)
-
+def test_fit_without_compile_then_save_to_preset_and_reload(name, trained, tmp_path):
+    model, before = trained(name)
     model.save_to_preset(str(tmp_path / "preset"))
     reloaded = type(model).from_preset(str(tmp_path / "preset"))
     assert type(reloaded) is type(model)
     assert reloaded.get_config() == model.get_config()  # head, preprocessor, label names
     reloaded.run_eagerly = RUN_EAGERLY
-    _assert_same_predictions(reloaded.predict(raw, verbose=0), before)
+    _assert_same_predictions(reloaded.predict(CASES[name][3], verbose=0), before)
     assert reloaded.compiled  # and trains on as it is
     weights = [to_numpy(w) for w in reloaded.trainable_weights]
-    reloaded.fit(x, y, epochs=1, batch_size=2, verbose=0)
+    reloaded.fit(*CASES[name][2], epochs=1, batch_size=2, verbose=0)
     assert any(not np.array_equal(a, to_numpy(b))
                for a, b in zip(weights, reloaded.trainable_weights))
 
 
-def test_a_task_preset_is_also_an_encoder_preset_and_other_heads_start_fresh(tmp_path):
-    model = _build("classifier")
-    model.run_eagerly = RUN_EAGERLY
-    model.fit(*CASES["classifier"][2], epochs=1, verbose=0)
+def test_a_task_preset_is_also_an_encoder_preset_and_other_heads_start_fresh(trained, tmp_path):
+    model, _ = trained("classifier")
     model.save_to_preset(str(tmp_path / "preset"))
     assert (tmp_path / "preset" / TASK_CONFIG_FILE).is_file()
     encoder = BertEncoder.from_preset(str(tmp_path / "preset"))
@@ -109,7 +119,7 @@ def test_backbone_is_keras_hubs_name_for_the_encoder():
         BertClassifier(num_classes=2)
 
 
-def test_a_trained_model_loads_for_inference_without_optimizer_noise(tmp_path):
+def test_a_trained_model_loads_for_inference_without_optimizer_noise(trained, tmp_path):
     """load_model(compile=False) (what `kbs export` does) skips the saved optimizer state
     silently; load_model(path) restores it (the step counter comes back)."""
     import warnings
@@ -118,8 +128,7 @@ def test_a_trained_model_loads_for_inference_without_optimizer_noise(tmp_path):
 
     from keras_bert_suite import load_model
 
-    model = _build("classifier")
-    model.fit(TEXTS, [1, 0], epochs=2, verbose=0)
+    model, predicted = trained("classifier")  # 2 steps
     path = str(tmp_path / "trained.keras")
     model.save(path)
     with warnings.catch_warnings(record=True) as caught:
@@ -127,7 +136,7 @@ def test_a_trained_model_loads_for_inference_without_optimizer_noise(tmp_path):
         served = load_model(path, compile=False)
     assert not [w for w in caught if "optimizer" in str(w.message)], [str(w.message)
                                                                       for w in caught]
-    np.testing.assert_allclose(served.predict(TEXTS, verbose=0), model.predict(TEXTS, verbose=0),
-                               rtol=1e-6, atol=1e-6)
+    served.run_eagerly = RUN_EAGERLY
+    np.testing.assert_allclose(served.predict(TEXTS, verbose=0), predicted, rtol=1e-6, atol=1e-6)
     resumed = load_model(path)
     assert int(keras.ops.convert_to_numpy(resumed.optimizer.iterations)) == 2
