@@ -152,7 +152,8 @@ def save_keras_hub(model, directory, vocabulary=None, lowercase=None):
 
     >>> import keras_hub
     >>> from keras_bert_suite import BertClassifier
-    >>> classifier = BertClassifier.from_preset("minilm_l6_h384_uncased", num_classes=2)
+    >>> classifier = BertClassifier.from_preset(  # any fine-tuned classifier; a small one here
+    ...     "bert_uncased_L-2_H-128_A-2", load_weights=False, num_classes=2)
     >>> path = save_keras_hub(classifier, "sentiment_keras_hub")
     >>> theirs = keras_hub.models.BertTextClassifier.from_preset(path)
     >>> theirs.predict(["a gripping drama"], verbose=0).shape
