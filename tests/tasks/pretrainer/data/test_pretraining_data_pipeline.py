@@ -210,10 +210,12 @@ def test_bad_input_is_counted_or_refused(tmp_path, sotu_files):
     (corpus / "d_latin1.txt").write_bytes("Caf\u00e9 au lait, s'il vous pla\u00eet. "
                                           "Tr\u00e8s bien.\n".encode("latin-1"))
     (corpus / "e_long_line.txt").write_text("x" * (10 << 20) + "\n\nA short document.\n")
+    # One worker: Beam runs in this process (two would each start a Python that imports
+    # TensorFlow, ~5 s of CPU apiece, for what the one-or-two-workers test already covers).
     statistics = create_pretraining_data(
         f"{corpus}/*", str(tmp_path / "out"), layout="paragraph_per_line",
         max_line_bytes=1 << 20, dupe_factor=1, sequence_length=64, max_predictions_per_seq=10,
-        log=lambda *_: None)
+        num_workers=1, log=lambda *_: None)
     assert statistics["skipped_binary_files"] == 1 and statistics["empty_files"] == 1
     assert statistics["skipped_line_too_long"] == 1
     assert statistics["documents_with_invalid_utf8"] == 1  # kept: bad bytes dropped
@@ -226,7 +228,8 @@ def test_bad_input_is_counted_or_refused(tmp_path, sotu_files):
                                 json.dumps({"text": real[1][:2000]})]) + "\n")
     statistics = create_pretraining_data(str(jsonl), str(tmp_path / "jsonl"), layout="jsonl",
                                          dupe_factor=1, sequence_length=64,
-                                         max_predictions_per_seq=10, log=lambda *_: None)
+                                         max_predictions_per_seq=10, num_workers=1,
+                                         log=lambda *_: None)
     assert statistics["documents_read"] == 4 and statistics["train_documents"] == 2
     assert statistics["skipped_invalid_json"] == 1 and statistics["skipped_no_text_field"] == 1
 
