@@ -32,6 +32,7 @@ that run a Keras model carry no marker and run on all three backends.
 
 import gc
 import os
+import sys
 
 import keras
 import numpy as np
@@ -123,6 +124,16 @@ def pytest_collection_modifyitems(config, items):
         reasons = [item.get_closest_marker(name).kwargs.get("reason")
                    or TENSORFLOW_NEEDS[name] for name in needs]
         item.add_marker(pytest.mark.skip(reason=f"{', '.join(needs)}: {'; '.join(reasons)}"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _large_serving_host_stopped_after_the_module():
+    """The TF-only serving host (tests/export/conftest.py) outlives a module only while it is
+    small: see HOST_MEMORY_KEPT there."""
+    yield
+    export_conftest = sys.modules.get("tests.export.conftest")
+    if export_conftest is not None:
+        export_conftest.stop_large_serving_host()
 
 
 @pytest.fixture(scope="module", autouse=True)
