@@ -70,9 +70,10 @@ def as_strings(values):
 
 
 def run_on_serving_host(requests, tmp_dir):
-    """Runs requests (see serving_host.py) in the test run's TF-only process, started outside
-    the repository on the first call and kept for the next (TensorFlow's import costs a
-    process 10-15 CPU seconds); returns (results, leaked module names)."""
+    """Runs requests (see serving_host.py) in a TF-only process, started outside the
+    repository on the first call and kept for the next until it grows large (see
+    HOST_MEMORY_KEPT; TensorFlow's import costs a process 10-15 CPU seconds); returns
+    (results, leaked module names)."""
     requests_path = os.path.join(tmp_dir, "requests.pkl")
     results_path = os.path.join(tmp_dir, "results.pkl")
     with open(requests_path, "wb") as f:
