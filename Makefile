@@ -1,5 +1,7 @@
 # `make demo` and `make test` work on a fresh machine with Python 3.11: each creates .venv,
 # installs the pinned dependencies and fetches the real data it needs.
+# `make test` waits for any one of its runs (wait -n).
+SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -56,7 +58,8 @@ data: setup
 demo: setup data
 	$(BIN)/kbs demo
 
-# One pytest process per Keras backend, all at once (each logs to its own file); the logs are
+# One pytest process per Keras backend (or two), TEST_JOBS at a time (each logs to its own
+# file); the logs are
 # printed in BACKENDS order when all have finished, and the target fails if any backend did.
 # Every backend runs even if another one fails. Tests that need TensorFlow itself (markers
 # needs_savedmodel, needs_tf_serving, needs_tf_distribute) run in the tensorflow process only,
@@ -86,22 +89,31 @@ RUNS := $(foreach backend,$(BACKENDS),$(if $(strip $(call split_paths,$(backend)
 # 34.5 (2026-11-29, AMD Zen 5). TensorFlow and XLA use no OpenMP (their Eigen pools: capping
 # them to one thread cost CPU instead, 92 s against 89 for TensorFlow, 102 against 91 for JAX).
 TEST_THREADS = OMP_WAIT_POLICY=PASSIVE
+# At most TEST_JOBS of the runs at once, the longest first (TEST_RUN_ORDER; runs it does not
+# name start last). All five at once on two cores cost CPU, not only wall: the first
+# TensorFlow process' harness and task-model tests took 115 s of CPU in the run, 84 s alone,
+# 85 s beside two processes that kept both cores busy, 104 s beside four (2026-11-29, AMD
+# Zen 5); five processes also held up to 19.5 GiB of the machine's 24.
+TEST_JOBS ?= 3
+TEST_RUN_ORDER ?= tensorflow:second tensorflow:first torch:all jax:first jax:second
+STARTED_RUNS = $(filter $(RUNS),$(TEST_RUN_ORDER)) $(filter-out $(TEST_RUN_ORDER),$(RUNS))
 # Every temporary file of the run (pytest's tmp_path folders, Beam's and TensorFlow's temporaries,
 # SavedModels, presets) goes under the run's own folder, removed at the end: runs that left
 # them in /tmp filled the disk of a machine that ran the suite many times. Session fixtures
 # that are the same in every process (the family tokenizers learned from SOTU) are made once
 # for the run, in its shared/ folder (KBS_SHARED_FIXTURES, made_once_per_run in tests/conftest.py).
 test: setup data
-	@logs=$$(mktemp -d); mkdir $$logs/tmp; pids=""; \
-	for run in $(RUNS); do \
+	@logs=$$(mktemp -d); mkdir $$logs/tmp; \
+	for run in $(STARTED_RUNS); do \
+		while [ $$(jobs -rp | wc -l) -ge $(TEST_JOBS) ]; do wait -n; done; \
 		backend=$${run%%:*}; \
 		case $$backend in tensorflow) paths="$(TF_SPLIT_PATHS)";; jax) paths="$(JAX_SPLIT_PATHS)";; *) paths="";; esac; \
-		KBS_SPLIT=$${run#*:} KBS_SPLIT_PATHS="$$paths" KBS_SHARED_FIXTURES=$$logs/shared $(TEST_JAX_CACHE) $(TEST_THREADS) KBS_OWN_PROCESSES_BACKEND=$(OWN_PROCESSES_BACKEND) KBS_TF_GRAPH_BACKEND=$(TF_GRAPH_BACKEND) TMPDIR=$$logs/tmp KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 XLA_FLAGS="$(TEST_XLA_FLAGS)" $(BIN)/python -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS) $(TESTS) >$$logs/$$run.log 2>&1 & \
-		pids="$$pids $$!"; \
+		( KBS_SPLIT=$${run#*:} KBS_SPLIT_PATHS="$$paths" KBS_SHARED_FIXTURES=$$logs/shared $(TEST_JAX_CACHE) $(TEST_THREADS) KBS_OWN_PROCESSES_BACKEND=$(OWN_PROCESSES_BACKEND) KBS_TF_GRAPH_BACKEND=$(TF_GRAPH_BACKEND) TMPDIR=$$logs/tmp KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 XLA_FLAGS="$(TEST_XLA_FLAGS)" $(BIN)/python -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS) $(TESTS) >$$logs/$$run.log 2>&1; \
+		  echo $$? >$$logs/$$run.status ) & \
 	done; \
-	status=0; set -- $$pids; \
+	wait; status=0; \
 	for run in $(RUNS); do \
-		if wait $$1; then result=passed; else result=FAILED; status=1; fi; shift; \
+		if [ "$$(cat $$logs/$$run.status)" = 0 ]; then result=passed; else result=FAILED; status=1; fi; \
 		echo "=== KERAS_BACKEND=$${run%%:*} ($${run#*:} tests: $$result) ==="; \
 		cat $$logs/$$run.log; \
 	done; \
