@@ -70,7 +70,7 @@ demo: setup data
 # The TensorFlow process still had the most to do (32 minutes against JAX's 29 and PyTorch's
 # 23, the last minutes alone on one of the two cores): the tests under TF_SPLIT_PATHS (the
 # SavedModel exports, the docs, distillation: about half of it) run in a second TensorFlow
-# process (KBS_SPLIT in tests/conftest.py), so four processes keep both cores busy to the end.
+# process (KBS_SPLIT in tests/conftest.py). Runs of similar size keep both cores busy to the end.
 # Then JAX was last (28.7 minutes against 23.8-25.7, its last three alone): the JAX tests under
 # JAX_SPLIT_PATHS run in a second JAX process the same way. An empty list keeps one process.
 TF_SPLIT_PATHS ?= tests/export tests/serving tests/test_docs.py tests/distillation
