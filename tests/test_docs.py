@@ -12,9 +12,9 @@
     ports) before the next python block, as the reader would start it.
 
 What the tests give the examples that the docs leave to the reader (`SETUP_NAMES`):
-* `train_texts`, `train_labels`: the first 32 real Rotten Tomatoes sentences and labels
+* `train_texts`, `train_labels`: the first 16 real Rotten Tomatoes sentences and labels
   (`fetch_rotten_tomatoes`), so README's fine-tuning runs on real data in seconds (one batch
-  of 32: one length bucket, so `fit` compiles one step function, not one per bucket);
+  of 16: one length bucket, so `fit` compiles one step function, not one per bucket);
 * `questions`, `contexts`: 8 real Quoref questions and their passages (`fetch_quoref`).
 The servers run on free ports: a `RestClient()` / `GrpcClient()` built with its default address,
 or an example that names `localhost:8501` / `localhost:8500`, reaches the test server
@@ -136,7 +136,7 @@ def setup_names():
     quoref = read_quoref_task(corpora.fetch_quoref())[:8]  # (passage, question, answers)
     questions = [question for _, question, _ in quoref]
     contexts = [passage for passage, _, _ in quoref]
-    return {"train_texts": list(texts[:32]), "train_labels": list(labels[:32]),
+    return {"train_texts": list(texts[:16]), "train_labels": list(labels[:16]),
             "questions": questions, "contexts": contexts}
 
 
