@@ -149,23 +149,38 @@ class ServingEncoder:
         return names
 
     def _input_ranges(self, calibration_inputs, batch_size=32):
-        """Runs this (float32) graph eagerly over the calibration inputs, recording the
-        largest |input| of each smoothed matmul per channel."""
+        """Runs this (float32) graph over the calibration inputs, traced once for every batch,
+        recording the largest |input| of each smoothed matmul per channel. (Run eagerly, op
+        by op, it took a quarter more CPU time.)"""
+        spec = {name: tf.TensorSpec([None, None], tf.int32) for name in ENCODER_INPUTS}
+        with tf.init_scope():  # eager, also when first called inside a trace
+            batch_ranges = tf.function(self._batch_ranges, input_signature=[spec],
+                                       autograph=False)
+            count = len(calibration_inputs[ENCODER_INPUTS[0]])
+            ranges = {}
+            for start in range(0, count, batch_size):
+                batch = {name: tf.constant(np.asarray(values[start:start + batch_size]),
+                                           tf.int32)
+                         for name, values in calibration_inputs.items()}
+                for name, largest in batch_ranges(batch).items():
+                    ranges[name] = np.maximum(ranges.get(name, 0.0), largest.numpy())
+            return ranges
+
+    def _batch_ranges(self, inputs):
+        """{kernel name: max |input| per channel} over one batch (traced)."""
         self._observed = {}
         try:
-            with tf.init_scope():  # eager, also when first called inside a trace
-                count = len(calibration_inputs[ENCODER_INPUTS[0]])
-                for start in range(0, count, batch_size):
-                    self({name: tf.constant(values[start:start + batch_size])
-                          for name, values in calibration_inputs.items()})
+            self(inputs)
             return self._observed
         finally:
             self._observed = None
 
     def _observe(self, name, x):
-        if self._observed is not None:
-            largest = tf.reduce_max(tf.abs(x), axis=0).numpy()
-            self._observed[name] = np.maximum(self._observed.get(name, 0.0), largest)
+        if self._observed is not None:  # a shared block (ALBERT) runs several times
+            largest = tf.reduce_max(tf.abs(x), axis=0)
+            previous = self._observed.get(name)
+            self._observed[name] = largest if previous is None else tf.maximum(previous,
+                                                                               largest)
 
 
 class _ServingStages:
