@@ -110,8 +110,9 @@ class BertDistiller(TrainsOnTaskText, CompilesFromOwnDefaults, keras.Model):
             self.layer_map = checks.layer_map(teacher, student, layer_map)
             if student.encoder.hidden_dim != teacher.encoder.hidden_dim:
                 # TinyBERT's W_h: student width -> teacher width, trained with the student.
-                self.hidden_projection = keras.layers.Dense(
-                    teacher.encoder.hidden_dim, name="hidden_projection")
+                self.hidden_projection = HiddenProjection(teacher.encoder.hidden_dim,
+                                                          name="hidden_projection")
+                self.hidden_projection.build((None, None, student.encoder.hidden_dim))
         if attention_weight > 0:
             self.attention_layers = checks.attention_layers(teacher, student, attention_layers)
             self.num_relation_heads = checks.relation_heads(
@@ -120,6 +121,10 @@ class BertDistiller(TrainsOnTaskText, CompilesFromOwnDefaults, keras.Model):
         self.loss_trackers = {name: keras.metrics.Mean(name=f"{name}_loss") for name in
                               ("hard", "soft", "hidden", "attention", "cosine")
                               if getattr(self, f"{name}_weight") > 0}
+        # Every variable exists now (teacher, student, projection): built, so `fit` creates
+        # the optimizer's slots before TensorFlow traces the train step, which it would
+        # otherwise trace twice (once creating variables, once guaranteed not to).
+        self.built = True
         self.compile()
 
     # === Forward pass ===
@@ -273,6 +278,18 @@ class BertDistiller(TrainsOnTaskText, CompilesFromOwnDefaults, keras.Model):
             if config.get(key) is not None:
                 config[key] = keras.saving.deserialize_keras_object(config[key])
         return cls(**config)
+
+
+class HiddenProjection(keras.layers.Dense):
+    """The hidden-state loss's projection between widths (a Dense layer, built with the
+    distiller). A `.keras` file of a distiller saved before it ever ran, by a version that
+    built the projection at its first call, holds no weights for it: it keeps its initial
+    ones, as that file's distiller had none yet."""
+
+    def load_own_variables(self, store):
+        if len(store.keys()) == 0:
+            return
+        super().load_own_variables(store)
 
 
 def split_targets(y):

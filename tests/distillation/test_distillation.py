@@ -2,6 +2,7 @@
 that move toward their teacher, DistilBERT's initialisation, teacher outputs from disk, the
 distiller through the harness, bad input, and a student served from a TF-only host."""
 
+import keras
 import numpy as np
 import pytest
 
@@ -213,7 +214,10 @@ def _student_agreement(teacher, student, x):
                              to_numpy(student(x, training=False)).astype("float64"), 1.0)))
 
 
-def test_distilled_student_moves_toward_its_teacher(small_teacher, reviews):
+def test_distilled_student_moves_toward_its_teacher(small_teacher, reviews, monkeypatch):
+    """The student moves toward its teacher, in a train step traced once on TensorFlow and
+    JAX (TensorFlow traces a step that creates variables twice: the hidden projection's, the
+    optimizer's slots)."""
     texts, labels = reviews
     teacher = _decisive(small_teacher)
     x = _inputs(teacher, texts)
@@ -228,11 +232,26 @@ def test_distilled_student_moves_toward_its_teacher(small_teacher, reviews):
                               num_relation_heads=2)
     assert distiller.hidden_projection is not None  # widths 64 -> 128 (TinyBERT's W_h)
     distiller.compile(optimizer="adam")  # "adam" at 1e-3: a few steps move a tiny model
+    traces = _count_calls(monkeypatch, BertDistiller, "train_step")
     history = distiller.fit(x, labels, batch_size=8, epochs=4, verbose=0, shuffle=False)
+    if keras.backend.backend() != "torch":  # PyTorch runs the step eagerly: once a batch
+        assert len(traces) == 1, f"the train step was traced {len(traces)} times"
     after = _student_agreement(teacher, student, x)
     assert after < 0.5 * before, (before, after)
     for name in ("soft_loss", "hidden_loss"):
         assert history.history[name][-1] < history.history[name][0], (name, history.history)
+
+
+def _count_calls(monkeypatch, owner, name):
+    """A list that grows by one at each call of owner.name (a traced step: at each trace)."""
+    calls, original = [], getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
 
 
 def test_attention_relations_alone_pull_the_student_relations_in(teacher, reviews):
