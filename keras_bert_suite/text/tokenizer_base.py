@@ -145,7 +145,7 @@ class Tokenizer(PreprocessingLayer):
     def encode_batch(self, texts):
         """list of str -> list of lists of int ids (no special tokens)."""
         ids = self.compiled("ids", self._tokenize)(self._python_batch(texts))
-        return ids.to_list()
+        return _python_rows(ids, ids.values.numpy().tolist())
 
     def encode_batch_with_offsets(self, texts):
         """list of str -> (ids, offsets): offsets[i][j] = (start, end) CHARACTER offsets into
@@ -153,11 +153,16 @@ class Tokenizer(PreprocessingLayer):
         texts = self._check_texts(texts)
         ids, starts, ends = self.compiled("offsets", self._tokenize_with_offsets)(
             self._python_batch(texts))
-        offsets = []
-        for text, row_starts, row_ends in zip(texts, starts.to_list(), ends.to_list()):
-            first, after = _byte_to_char_index(text)
-            offsets.append([(first[s], after[e]) for s, e in zip(row_starts, row_ends)])
-        return ids.to_list(), offsets
+        # On the flat values: only rows with non-ASCII text need their byte offsets mapped.
+        splits = ids.row_splits.numpy()
+        starts, ends = starts.values.numpy(), ends.values.numpy()
+        for row, text in enumerate(texts):
+            if not text.isascii():
+                first, after = _byte_to_char_index(text)
+                piece = slice(splits[row], splits[row + 1])
+                starts[piece], ends[piece] = first[starts[piece]], after[ends[piece]]
+        offsets = _python_rows(ids, list(zip(starts.tolist(), ends.tolist())))
+        return _python_rows(ids, ids.values.numpy().tolist()), offsets
 
     def _check_texts(self, texts):
         if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
@@ -186,12 +191,17 @@ def _flatten(name, strings):
     return tf.reshape(strings, [1]), lambda result: result.values
 
 
+def _python_rows(ragged, values):
+    """A [B, None] ragged tensor's rows as Python lists of `values` (its flat values as a
+    list): one conversion of the flat values, not one per row as `RaggedTensor.to_list`."""
+    splits = ragged.row_splits.numpy().tolist()
+    return [values[start:end] for start, end in zip(splits[:-1], splits[1:])]
+
+
 def _byte_to_char_index(text):
     """Two arrays mapping every UTF-8 byte offset of `text` (0..len inclusive) to a str index:
     for starts (a byte inside a character -> that character) and for ends (-> the one after),
     so a piece holding part of a character's bytes spans that character, as in `tokenizers`."""
-    if text.isascii():
-        return range(len(text) + 1), range(len(text) + 1)
     sizes = np.array([len(c.encode("utf-8", "surrogatepass")) for c in text], np.int64)
     first = np.append(np.repeat(np.arange(len(text)), sizes), len(text))
     inside = np.append(np.concatenate([np.arange(n) for n in sizes]) > 0, False)
