@@ -59,8 +59,8 @@ demo: setup data
 	$(BIN)/kbs demo
 
 # One pytest process per Keras backend (or two), TEST_JOBS at a time (each logs to its own
-# file); the logs are
-# printed in BACKENDS order when all have finished, and the target fails if any backend did.
+# file); the logs are printed in BACKENDS order when all have finished, and the target fails
+# if any backend did.
 # Every backend runs even if another one fails. Tests that need TensorFlow itself (markers
 # needs_savedmodel, needs_tf_serving, needs_tf_distribute) run in the tensorflow process only,
 # so the tests that run once anyway go elsewhere and the three finish closer together: those

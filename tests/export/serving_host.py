@@ -5,8 +5,9 @@ Run as `python serving_host.py` from a directory outside the repo: it answers on
 `answered results.pkl` after each) until that input closes. keras_bert_suite (and jax,
 torch, transformers) are made unimportable, so an export that still needs our Python code
 fails here. One process answers the requests of a test module and of the next ones while it
-stays small (TensorFlow takes seconds to import; tests/export/conftest.py starts and stops it). Requests: a list of dicts {"export", "signature",
-"inputs": {name: numpy array}} or {"export", "show": True} (saved_model_cli show --all).
+stays small (TensorFlow takes seconds to import; tests/export/conftest.py starts and stops
+it). Requests: a list of dicts {"export", "signature", "inputs": {name: numpy array}} or
+{"export", "show": True} (saved_model_cli show --all).
 Results: the same list with {output name: numpy array}, or {"show": text}, or {"error": ...}.
 """
 
