@@ -2,7 +2,8 @@
 Keras backend, and transformers' `Trainer` with `DataCollatorWithPadding` and
 `group_by_length` sampling on the same weights and split.
 
-    python bench/bucketed_finetuning.py [--backends tensorflow jax torch] [--max_train N] [--bf16]
+    python bench/bucketed_finetuning.py [--backends tensorflow jax torch] [--max_train N]
+                                        [--skip_fixed]
 
 The run is `make demo`'s fine-tune (recipes/sentiment_rotten_tomatoes_cpu.json): the real
 all-MiniLM-L6-v2 weights, the Rotten Tomatoes review sentences with 2,000 held out, AdamW 5e-5
@@ -11,8 +12,10 @@ with 10% warm-up and linear decay, batch 32, max length 64, one epoch, seed 1234
 * fixed: `training.bucket_boundaries=null`, every batch padded to 64 (what TPUs get).
 * bucketed: the recipe's default: each batch cut to its longest row rounded up to 16, 24, 32,
   48 or 64, rows grouped by length 50 batches at a time.
-* --bf16 adds ours bucketed under Keras' mixed_bfloat16 policy on each backend and `Trainer`
-  with bf16=True (torch autocast), and writes results/bucketed_finetuning_bf16.json instead.
+* precision: the recipe's "auto" (mixed_bfloat16 on TensorFlow and PyTorch where the CPU has
+  AMX or AVX512_BF16, float32 otherwise: training/cpu_bf16.py). On such a CPU the run adds
+  ours bucketed in float32 on each backend and `Trainer` with bf16=True (torch autocast).
+* --skip_fixed leaves the fixed-length runs out (the comparison with `Trainer` only).
 * transformers: `BertForSequenceClassification` from the same checkpoint, the same split,
   `Trainer` (torch AdamW, lr 5e-5, weight decay 0.01, eps 1e-6, clip 1.0, 10% warm-up, linear
   decay) with `DataCollatorWithPadding` (pad to each batch's longest) and `group_by_length`.
@@ -38,22 +41,25 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
 
 def ours(mode, max_train=None):
     """One recipe run on this process's backend: {"train_seconds", "accuracy", ...}. `mode`:
-    fixed, bucketed, or bucketed_bf16 (bucketed under the mixed_bfloat16 policy)."""
+    fixed, bucketed (both in the recipe's automatic precision), or bucketed_float32."""
     import keras
 
     from keras_bert_suite import recipe_runner
 
     overrides = ["training.bucket_boundaries=null"] if mode == "fixed" else []
-    if mode.endswith("_bf16"):
-        overrides.append("training.precision=mixed_bfloat16")
+    if mode.endswith("_float32"):
+        overrides.append('training.precision="float32"')
     if max_train:
         overrides.append(f"data.max_train_examples={max_train}")
     recipe = recipe_runner.load_recipe(RECIPE, overrides=overrides)
+    lines = []
     with _temporary_directory() as output:
         summary = recipe_runner.run_recipe(recipe, output, command="finetune",
-                                           log=lambda message: None, verbose=0)
+                                           log=lines.append, verbose=0)
     metrics = summary["metrics"]
-    return {"contestant": f"ours {keras.backend.backend()} {mode}",
+    precision = next((line.split(": ", 1)[1].split(":")[0] for line in lines
+                      if line.startswith("Precision: ")), "float32")
+    return {"contestant": f"ours {keras.backend.backend()} {mode}", "precision": precision,
             "train_seconds": metrics["train_seconds"], "accuracy": metrics["accuracy"],
             "train_examples": metrics["train_examples"]}
 
@@ -106,7 +112,7 @@ def transformers_trainer(max_train=None, bf16=False):
         # against the labels that come back with them, not against the file's order.
         predicted = trainer.predict(encoded(test.texts, test.labels))
     return {"contestant": "transformers Trainer (torch)" + (" bf16" if bf16 else ""),
-            "train_seconds": round(seconds, 1),
+            "precision": "bf16 autocast" if bf16 else "float32", "train_seconds": round(seconds, 1),
             "accuracy": float(np.mean(predicted.predictions.argmax(-1) == predicted.label_ids)),
             "train_examples": count}
 
@@ -137,10 +143,9 @@ def main():
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
     parser.add_argument("--max_train", type=int, default=None,
                         help="train on the first N examples only (a quick look)")
-    parser.add_argument("--bf16", action="store_true",
-                        help="also run ours bucketed under mixed_bfloat16 and Trainer with "
-                             "bf16=True (AVX512-BF16 / AMX CPUs)")
-    parser.add_argument("--worker", choices=["fixed", "bucketed", "bucketed_bf16",
+    parser.add_argument("--skip_fixed", action="store_true",
+                        help="leave out the fixed-length runs")
+    parser.add_argument("--worker", choices=["fixed", "bucketed", "bucketed_float32",
                                              "transformers", "transformers_bf16"])
     args = parser.parse_args()
     extra = ["--max_train", str(args.max_train)] if args.max_train else []
@@ -151,14 +156,18 @@ def main():
         print(json.dumps(ours(args.worker, args.max_train)))
         return
 
+    from keras_bert_suite.training.cpu_bf16 import bf16_instructions
+
+    bf16 = bf16_instructions() is not None
     results = []
     for index, backend in enumerate(args.backends):
         order = ("fixed", "bucketed") if index % 2 == 0 else ("bucketed", "fixed")
-        for mode in order + (("bucketed_bf16",) if args.bf16 else ()):
+        order = tuple(mode for mode in order if not (args.skip_fixed and mode == "fixed"))
+        for mode in order + (("bucketed_float32",) if bf16 else ()):
             results.append(_in_subprocess(["--worker", mode, *extra], backend))
             print(json.dumps(results[-1]), flush=True)
         if index == 0:  # the peer between our backends
-            for worker in ("transformers",) + (("transformers_bf16",) if args.bf16 else ()):
+            for worker in ("transformers",) + (("transformers_bf16",) if bf16 else ()):
                 results.append(_in_subprocess(["--worker", worker, *extra]))
                 print(json.dumps(results[-1]), flush=True)
     if "transformers" not in " ".join(r["contestant"] for r in results):
@@ -169,22 +178,22 @@ def main():
 def _report(results, args):
     by_name = {r["contestant"]: r for r in results}
     peer = by_name["transformers Trainer (torch)"]
-    print(f"\n{'contestant':34s} {'train s':>8s} {'accuracy':>9s} {'vs fixed':>9s} "
-          f"{'vs Trainer':>10s}")
+    print(f"\n{'contestant':34s} {'precision':>14s} {'train s':>8s} {'accuracy':>9s} "
+          f"{'vs fixed':>9s} {'vs Trainer':>10s}")
     for result in results:
         name = result["contestant"]
-        fixed = by_name.get(name.replace("bucketed_bf16", "fixed").replace("bucketed", "fixed"))
+        fixed = by_name.get(name.replace("bucketed_float32", "").replace("bucketed", "fixed"))
         versus_fixed = (f"{result['train_seconds'] / fixed['train_seconds']:.2f}x"
                         if fixed and "bucketed" in name else "")
         speedup = peer["train_seconds"] / result["train_seconds"]
-        print(f"{name:34s} {result['train_seconds']:8.1f} {result['accuracy']:9.2%} "
+        print(f"{name:34s} {result['precision']:>14s} {result['train_seconds']:8.1f} "
+              f"{result['accuracy']:9.2%} "
               f"{versus_fixed:>9s} {speedup:9.2f}x")
-    path = RESULTS.replace(".json", "_bf16.json") if args.bf16 else RESULTS
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    with open(RESULTS, "w", encoding="utf-8") as handle:
         json.dump({"date": time.strftime("%Y-%m-%d"), "max_train": args.max_train,
                    "results": results}, handle, indent=2)
-    print(f"\nwrote {path}")
+    print(f"\nwrote {RESULTS}")
 
 
 if __name__ == "__main__":

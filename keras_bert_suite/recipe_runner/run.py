@@ -48,7 +48,7 @@ class TrainingRun:
                               f"{recipe['training']['jit_compile']!r}.")
         self.distribution, self.batch_size, self.precision = start_distribution(recipe, log)
         if recipe["training"]["precision"] == "auto" and _cpu_only():
-            self.precision, why = cpu_precision()
+            self.precision, why = cpu_precision(keras.backend.backend())
             log(f"Precision: {why}")
         self.output_dir = output_dir
         self.training = recipe["training"]

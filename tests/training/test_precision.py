@@ -31,6 +31,10 @@ def test_cpu_bf16_detection_reads_cpuinfo_flags():
     assert bf16_instructions(cpuinfo("avx512f avx512_bf16")) == "AVX512_BF16"
     assert bf16_instructions(cpuinfo("avx512f")) is None
     assert bf16_instructions("Features\t: fp asimd bf16\n") is None  # ARM lists "Features"
-    assert cpu_precision(cpuinfo("")) == ("float32", "float32: this CPU has no bf16 instructions")
-    policy, line = cpu_precision(cpuinfo("avx512_bf16"))
-    assert policy == "float32" and "AVX512_BF16" in line
+    assert cpu_precision("tensorflow", cpuinfo("avx512f"))[0] == "float32"
+    assert "no bf16 instructions" in cpu_precision("torch", cpuinfo(""))[1]
+    for backend in ("tensorflow", "torch"):
+        policy, line = cpu_precision(backend, cpuinfo("avx512_bf16"))
+        assert policy == "mixed_bfloat16" and "AVX512_BF16" in line
+    policy, line = cpu_precision("jax", cpuinfo("amx_bf16 avx512_bf16"))
+    assert policy == "float32" and "AMX" in line and "jax" in line
