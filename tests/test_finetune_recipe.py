@@ -180,13 +180,16 @@ def test_token_table_options():
                                        hidden_dim=8, intermediate_dim=8,
                                        max_sequence_length=8), num_classes=2)
     training = load_recipe("sentiment_rotten_tomatoes_cpu")["training"]
-    assert training["token_table"] == "dense" and token_table_options(model, training) == {}
-    assert token_table_options(model, {**training, "token_table": "touched_rows"}) == {
-        "touched_rows_names": ["token_embedding"]}
+    row_wise = {"touched_rows_names": ["token_embedding"]}
+    assert training["token_table"] == "auto" and token_table_options(model, training) == row_wise
+    assert token_table_options(model, {**training, "token_table": "dense"}) == {}
+    assert token_table_options(model, {**training, "token_table": "touched_rows"}) == row_wise
+    lamb_auto = {**training, "optimizer": {"name": "lamb"}}
+    assert token_table_options(model, lamb_auto) == {}  # auto: dense with lamb
     lamb = {**training, "token_table": "touched_rows", "optimizer": {"name": "lamb"}}
     with pytest.raises(RecipeError, match="needs optimizer.name 'adamw'"):
         token_table_options(model, lamb)
-    with pytest.raises(RecipeError, match="expected 'dense', 'touched_rows' or 'frozen'"):
+    with pytest.raises(RecipeError, match="expected 'auto', 'dense', 'touched_rows' or 'frozen'"):
         token_table_options(model, {**training, "token_table": "sparse"})
     assert token_table_options(model, {**training, "token_table": "frozen"}) == {}
     assert not model.encoder.token_embedding.trainable
@@ -194,10 +197,10 @@ def test_token_table_options():
 
 
 def test_classification_run_on_rotten_tomatoes(tmp_path):
-    # the token table updated row-wise here (the other runs: every row, the default)
+    # every row of the token table updated here (the other runs: the touched rows, the default)
     metrics, output = _run("sentiment_rotten_tomatoes_cpu", tmp_path,
                            "data.max_train_examples=64", "data.max_eval_examples=40",
-                           'training.token_table="touched_rows"')
+                           'training.token_table="dense"')
     assert metrics["eval_examples"] == 40
     rows = _read_jsonl(os.path.join(output, "predictions.jsonl"))
     assert len(rows) == 40

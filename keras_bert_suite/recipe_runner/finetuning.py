@@ -74,8 +74,9 @@ DEFAULTS = merged(common_defaults(learning_rate=5e-5, warmup_fraction=0.1, num_t
         "group_by_length": 50,
         # The token-embedding table: "dense" (every row updated every step, as BERT did),
         # "touched_rows" (only the rows the batch looks up: AdamW's optimizer option
-        # touched_rows_names) or "frozen" (not trained). docs/training.md has the trade-off.
-        "token_table": "dense",
+        # touched_rows_names), "frozen" (not trained), or "auto": touched_rows with adamw,
+        # dense with lamb (same accuracy, docs/training.md has the trade-off).
+        "token_table": "auto",
     },
     "evaluation": {
         "batch_size": 64,
@@ -163,12 +164,16 @@ def token_table_options(model, training):
     """`training.token_table` -> the optimizer's extra arguments ("frozen" stops the table
     training here and needs none)."""
     mode = training["token_table"]
+    table = getattr(model.encoder, "token_embedding", None)
+    if mode == "auto":
+        row_wise = table is not None and training["optimizer"]["name"] == "adamw"
+        mode = "touched_rows" if row_wise else "dense"
     if mode == "dense":
         return {}
-    table = getattr(model.encoder, "token_embedding", None)
     if mode not in ("touched_rows", "frozen") or table is None:
-        raise RecipeError(f"training.token_table={mode!r}: expected 'dense', 'touched_rows' or "
-                          "'frozen' (the last two for encoders with a token_embedding layer).")
+        raise RecipeError(f"training.token_table={mode!r}: expected 'auto', 'dense', "
+                          "'touched_rows' or 'frozen' (the last two for encoders with a "
+                          "token_embedding layer).")
     if mode == "frozen":
         table.trainable = False
         return {}
