@@ -3,7 +3,7 @@ Keras backend, and transformers' `Trainer` with `DataCollatorWithPadding` and
 `group_by_length` sampling on the same weights and split.
 
     python bench/bucketed_finetuning.py [--backends tensorflow jax torch] [--max_train N]
-                                        [--skip_fixed]
+                                        [--skip_fixed] [--float32]
 
 The run is `make demo`'s fine-tune (recipes/sentiment_rotten_tomatoes_cpu.json): the real
 all-MiniLM-L6-v2 weights, the Rotten Tomatoes review sentences with 2,000 held out, AdamW 5e-5
@@ -14,7 +14,8 @@ with 10% warm-up and linear decay, batch 32, max length 64, one epoch, seed 1234
   48 or 64, rows grouped by length 50 batches at a time.
 * precision: the recipe's "auto" (mixed_bfloat16 on TensorFlow and PyTorch where the CPU has
   AMX or AVX512_BF16, float32 otherwise: training/cpu_bf16.py). On such a CPU the run adds
-  ours bucketed in float32 on each backend and `Trainer` with bf16=True (torch autocast).
+  `Trainer` with bf16=True (torch autocast), and --float32 adds ours bucketed in float32 on
+  each backend.
 * --skip_fixed leaves the fixed-length runs out (the comparison with `Trainer` only).
 * transformers: `BertForSequenceClassification` from the same checkpoint, the same split,
   `Trainer` (torch AdamW, lr 5e-5, weight decay 0.01, eps 1e-6, clip 1.0, 10% warm-up, linear
@@ -145,6 +146,8 @@ def main():
                         help="train on the first N examples only (a quick look)")
     parser.add_argument("--skip_fixed", action="store_true",
                         help="leave out the fixed-length runs")
+    parser.add_argument("--float32", action="store_true",
+                        help="on a bf16 CPU, also run ours bucketed in float32")
     parser.add_argument("--worker", choices=["fixed", "bucketed", "bucketed_float32",
                                              "transformers", "transformers_bf16"])
     args = parser.parse_args()
@@ -163,7 +166,7 @@ def main():
     for index, backend in enumerate(args.backends):
         order = ("fixed", "bucketed") if index % 2 == 0 else ("bucketed", "fixed")
         order = tuple(mode for mode in order if not (args.skip_fixed and mode == "fixed"))
-        for mode in order + (("bucketed_float32",) if bf16 else ()):
+        for mode in order + (("bucketed_float32",) if bf16 and args.float32 else ()):
             results.append(_in_subprocess(["--worker", mode, *extra], backend))
             print(json.dumps(results[-1]), flush=True)
         if index == 0:  # the peer between our backends

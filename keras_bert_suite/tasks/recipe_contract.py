@@ -55,14 +55,15 @@ def training_batching(recipe):
     shapes must: a TPU (XLA there compiles one program per shape, and wants static shapes).
     (keras.distribution on JAX leaves out each pass's short last batch of bucketed rows:
     `Distribution.whole_batches`.)"""
-    from keras_bert_suite.text.length_buckets import bucket_boundaries
+    from keras_bert_suite.text.length_buckets import bucket_boundaries, step_compiles_per_shape
 
     training = recipe["training"]
     boundaries = training["bucket_boundaries"]
     if boundaries is None or recipe["distribution"]["strategy"] in FIXED_LENGTH_STRATEGIES:
         return {"boundaries": None, "group_batches": 0}
     try:
-        boundaries = bucket_boundaries(recipe["data"]["sequence_length"], boundaries)
+        boundaries = bucket_boundaries(recipe["data"]["sequence_length"], boundaries,
+                                       step_compiles_per_shape(training["jit_compile"]))
     except ValueError as error:
         raise RecipeError(f"training.bucket_boundaries: {error}") from None
     return {"boundaries": boundaries, "group_batches": training["group_by_length"] or 0}

@@ -3,11 +3,12 @@
 A preprocessor packs every row to the full `sequence_length`; most rows are much shorter
 (Rotten Tomatoes sentences average ~25 WordPiece tokens of 64), so a fixed-length batch
 spends most of the encoder's work on padding. Here each batch is cut to its longest row,
-rounded up to the next bucket boundary, so the compiled step functions (XLA, JAX) see a
-handful of shapes, not one per batch. With `group_batches`, training shuffles as usual, then
-sorts each group of that many batches by length before it cuts them into batches (and
-shuffles the batches of the group), so a batch holds rows of similar length: Hugging Face's
-`group_by_length`.
+rounded up to the next bucket boundary: a handful of boundaries where each new shape
+compiles a step (JAX, XLA), every length where none does (TensorFlow's and PyTorch's CPU
+steps: `few_shapes=False`), as transformers' `DataCollatorWithPadding` pads. With
+`group_batches`, training shuffles as usual, then sorts each group of that many batches by
+length before it cuts them into batches (and shuffles the batches of the group), so a batch
+holds rows of similar length: Hugging Face's `group_by_length`.
 
     rows = tf.data.Dataset.from_tensor_slices((inputs, labels))  # rows padded to 64
     batches = bucketed_batches(rows, batch_size=32, boundaries=bucket_boundaries(64),
@@ -34,11 +35,13 @@ DEFAULT_GROUP_BATCHES = 50
 SMALLEST_BUCKET = 16
 
 
-def bucket_boundaries(sequence_length, boundaries="auto"):
+def bucket_boundaries(sequence_length, boundaries="auto", few_shapes=True):
     """The lengths a batch may be cut to, increasing, the last one `sequence_length`.
 
-    "auto": 16, 24, 32, 48, 64, 96, 128, ... (each power of two and the midpoint above it)
-    below `sequence_length`, then `sequence_length`: at most two shapes per doubling. A list
+    "auto" with `few_shapes` (a step that compiles once per shape): 16, 24, 32, 48, 64, 96,
+    128, ... (each power of two and the midpoint above it) below `sequence_length`, then
+    `sequence_length`: at most two shapes per doubling. "auto" without: every length from 1,
+    so each batch is cut to its longest row (a step that runs any shape as it comes). A list
     of ints is checked (positive, increasing, none above `sequence_length`) and gets
     `sequence_length` appended when it does not end there.
     """
@@ -49,6 +52,8 @@ def bucket_boundaries(sequence_length, boundaries="auto"):
         if boundaries != "auto":
             raise ValueError(f'bucket_boundaries must be "auto", a list of increasing lengths '
                              f"or None (pad every batch to sequence_length), got {boundaries!r}.")
+        if not few_shapes:
+            return tuple(range(1, sequence_length + 1))
         automatic, power = [], SMALLEST_BUCKET
         while power < sequence_length:
             automatic += [power, power * 3 // 2]
@@ -70,6 +75,20 @@ def bucket_boundaries(sequence_length, boundaries="auto"):
     if not values or values[-1] != sequence_length:
         values.append(sequence_length)
     return tuple(int(value) for value in values)
+
+
+def step_compiles_per_shape(jit_compile="auto"):
+    """Whether a Keras step compiled with `jit_compile` compiles once per input shape (then
+    `bucket_boundaries` keeps few shapes): always on JAX, with jit_compile=True elsewhere, and
+    with "auto" on TensorFlow where a GPU is (Keras turns XLA on there, not on a CPU)."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "jax" or jit_compile is True:
+        return True
+    if jit_compile == "auto" and backend == "tensorflow":
+        return bool(tf.config.list_physical_devices("GPU"))
+    return False
 
 
 def row_lengths(inputs):

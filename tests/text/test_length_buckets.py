@@ -24,6 +24,22 @@ def test_auto_boundaries_are_two_shapes_per_doubling():
     assert bucket_boundaries(12) == (12,)
     assert bucket_boundaries(64, [8, 40]) == (8, 40, 64)
     assert bucket_boundaries(64, (16, 64)) == (16, 64)
+    # a step that runs any shape: every length, each batch cut to its longest row
+    assert bucket_boundaries(12, few_shapes=False) == tuple(range(1, 13))
+    assert bucket_boundaries(64, [8, 40], few_shapes=False) == (8, 40, 64)
+
+
+def test_steps_compiled_per_shape_keep_few_shapes():
+    import keras
+
+    from keras_bert_suite.text.length_buckets import step_compiles_per_shape
+
+    assert step_compiles_per_shape(True)
+    on_a_gpu = bool(tf.config.list_physical_devices("GPU"))
+    backend = keras.backend.backend()
+    assert step_compiles_per_shape("auto") == (backend == "jax" or (
+        backend == "tensorflow" and on_a_gpu))
+    assert step_compiles_per_shape(False) == (backend == "jax")
 
 
 @pytest.mark.parametrize("boundaries, message", [
@@ -85,6 +101,22 @@ def test_every_row_once_per_epoch_cut_to_its_bucket(review_rows):
     assert real / fixed < 0.5
     assert runs["grouped"] < 0.75 * runs["plain"] < 0.75 * fixed
     assert runs["grouped"] < 1.3 * real
+
+
+@needs_tf_graph
+def test_every_length_boundaries_cut_each_batch_to_its_longest_row(review_rows):
+    inputs, labels = review_rows
+    batches = bucketed_batches(rows_dataset((inputs, labels)), BATCH,
+                               bucket_boundaries(64, few_shapes=False), shuffle=True, seed=3,
+                               group_batches=50)
+    padded = rows = 0
+    for x, y in batches:
+        assert x["token_ids"].shape[1] == int(tf.reduce_max(row_lengths(x)))
+        padded += int(tf.size(x["padding_mask"]))
+        rows += len(y)
+    assert rows == NUM_SENTENCES
+    # grouped by length and cut exactly: within 6% of the real tokens (the buckets: < 30%)
+    assert padded < 1.06 * int(inputs["padding_mask"].sum())
 
 
 @needs_tf_graph
