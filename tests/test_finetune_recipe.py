@@ -101,16 +101,15 @@ def test_recipe_errors_name_the_problem(tmp_path):
 
 def test_recipes_batch_in_length_buckets_except_on_a_tpu():
     from keras_bert_suite.tasks.recipe_contract import training_batching
-    from keras_bert_suite.text.length_buckets import step_compiles_per_shape
+    from keras_bert_suite.text.length_buckets import bucket_boundaries, length_step
 
     # a step compiled per shape (XLA: jit_compile=true, JAX) gets few shapes; TensorFlow's and
-    # torch's CPU steps every length (each batch cut to its longest row)
+    # torch's CPU steps every multiple of 8 / every length
     compiled = ["training.jit_compile=true"]
     assert training_batching(load_recipe("sentiment_rotten_tomatoes_cpu", compiled)) == {
         "boundaries": (16, 24, 32, 48, 64), "group_batches": 50}
     automatic = training_batching(load_recipe("sentiment_rotten_tomatoes_cpu"))["boundaries"]
-    assert automatic == ((16, 24, 32, 48, 64) if step_compiles_per_shape("auto")
-                         else tuple(range(1, 65)))
+    assert automatic == bucket_boundaries(64, step=length_step("auto"))
     assert training_batching(load_recipe("squad_v1_gpu", [*compiled,
                                                           "training.group_by_length=0"])) == {
         "boundaries": (16, 24, 32, 48, 64, 96, 128, 192, 256, 384), "group_batches": 0}

@@ -55,7 +55,7 @@ def training_batching(recipe):
     shapes must: a TPU (XLA there compiles one program per shape, and wants static shapes).
     (keras.distribution on JAX leaves out each pass's short last batch of bucketed rows:
     `Distribution.whole_batches`.)"""
-    from keras_bert_suite.text.length_buckets import bucket_boundaries, step_compiles_per_shape
+    from keras_bert_suite.text.length_buckets import bucket_boundaries, length_step
 
     training = recipe["training"]
     boundaries = training["bucket_boundaries"]
@@ -63,7 +63,7 @@ def training_batching(recipe):
         return {"boundaries": None, "group_batches": 0}
     try:
         boundaries = bucket_boundaries(recipe["data"]["sequence_length"], boundaries,
-                                       step_compiles_per_shape(training["jit_compile"]))
+                                       length_step(training["jit_compile"]))
     except ValueError as error:
         raise RecipeError(f"training.bucket_boundaries: {error}") from None
     return {"boundaries": boundaries, "group_batches": training["group_by_length"] or 0}

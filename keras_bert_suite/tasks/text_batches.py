@@ -102,8 +102,8 @@ class TextBatching:
         length = inputs["token_ids"].shape[-1]
         if length is None:  # a dataset of text mapped to unknown lengths: nothing to cut
             return None
-        few_shapes = length_buckets.step_compiles_per_shape(getattr(self, "jit_compile", "auto"))
-        return length_buckets.bucket_boundaries(int(length), bucket_boundaries, few_shapes)
+        step = length_buckets.length_step(getattr(self, "jit_compile", "auto"))
+        return length_buckets.bucket_boundaries(int(length), bucket_boundaries, step)
 
     def _validation_data(self, validation_data, batch_size, bucket_boundaries=None):
         if validation_data is None:

@@ -24,22 +24,23 @@ def test_auto_boundaries_are_two_shapes_per_doubling():
     assert bucket_boundaries(12) == (12,)
     assert bucket_boundaries(64, [8, 40]) == (8, 40, 64)
     assert bucket_boundaries(64, (16, 64)) == (16, 64)
-    # a step that runs any shape: every length, each batch cut to its longest row
-    assert bucket_boundaries(12, few_shapes=False) == tuple(range(1, 13))
-    assert bucket_boundaries(64, [8, 40], few_shapes=False) == (8, 40, 64)
+    # a step that runs any shape: every multiple of the step (1: every length)
+    assert bucket_boundaries(12, step=1) == tuple(range(1, 13))
+    assert bucket_boundaries(30, step=8) == (8, 16, 24, 30)
+    assert bucket_boundaries(64, step=8) == (8, 16, 24, 32, 40, 48, 56, 64)
+    assert bucket_boundaries(64, [8, 40], step=1) == (8, 40, 64)
 
 
 def test_steps_compiled_per_shape_keep_few_shapes():
     import keras
 
-    from keras_bert_suite.text.length_buckets import step_compiles_per_shape
+    from keras_bert_suite.text.length_buckets import length_step
 
-    assert step_compiles_per_shape(True)
+    assert length_step(True) is None
     on_a_gpu = bool(tf.config.list_physical_devices("GPU"))
-    backend = keras.backend.backend()
-    assert step_compiles_per_shape("auto") == (backend == "jax" or (
-        backend == "tensorflow" and on_a_gpu))
-    assert step_compiles_per_shape(False) == (backend == "jax")
+    expected = {"jax": None, "torch": 1, "tensorflow": None if on_a_gpu else 8}
+    assert length_step("auto") == expected[keras.backend.backend()]
+    assert length_step(False) == {**expected, "tensorflow": 8}[keras.backend.backend()]
 
 
 @pytest.mark.parametrize("boundaries, message", [
@@ -107,7 +108,7 @@ def test_every_row_once_per_epoch_cut_to_its_bucket(review_rows):
 def test_every_length_boundaries_cut_each_batch_to_its_longest_row(review_rows):
     inputs, labels = review_rows
     batches = bucketed_batches(rows_dataset((inputs, labels)), BATCH,
-                               bucket_boundaries(64, few_shapes=False), shuffle=True, seed=3,
+                               bucket_boundaries(64, step=1), shuffle=True, seed=3,
                                group_batches=50)
     padded = rows = 0
     for x, y in batches:
